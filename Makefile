@@ -1,0 +1,36 @@
+# bert_tf: `make demo` and `make test` do all the set-up on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+DEMO_DIR ?= demo_output
+export KERAS_BACKEND := tensorflow
+export TF_CPP_MIN_LOG_LEVEL := 2
+
+.PHONY: setup test test-fast demo bench clean
+
+# Creates .venv and installs the pinned requirements (plus the test extras).
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+# The whole suite, differential tests against the original code included.
+test: setup
+	$(PY) -m pytest -q
+
+# Without the tests that run the original code.
+test-fast: setup
+	$(PY) -m pytest -q -m "not original"
+
+# The main job end to end on bundled defaults; see README.md.
+demo: setup
+	bash tools/demo.sh $(PY) $(DEMO_DIR)
+
+bench: setup
+	$(PY) bench/forward_bench.py
+
+clean:
+	rm -rf $(DEMO_DIR) .pytest_cache

@@ -1,0 +1,351 @@
+"""Google-format (TF1 `tf.train.Saver`) checkpoints: the one place that maps names.
+
+A model variable's TF1 name is its Keras `variable.path` (the layers are named
+after the original's scopes), minus any wrapper-model prefix before the root
+scopes `bert/` and `cls/`. Loading is therefore a rename-free, reshape-free
+copy; saving writes exactly the names and shapes the original code restores.
+
+What a Google checkpoint may hold besides the backbone, and what we do with it:
+
+  * heads (`cls/predictions/*`, `cls/seq_relationship/*`, `cls/squad/*`, the
+    classifier's unscoped `output_weights`/`output_bias`): loaded when the
+    target has them, otherwise listed in the report as unused heads;
+  * optimizer state (`<var>/adam_m`, `<var>/adam_v`, `global_step`): restored
+    only when an optimizer is given, otherwise listed as skipped;
+  * anything else: an error in strict mode (it means another architecture).
+"""
+
+import collections
+import os
+import re
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from bert_tf.errors import UserError
+
+# Root scopes of the original graphs. A variable path is cut to start at one of them.
+_ROOTS = ("bert", "cls")
+# Variables that the original creates outside any scope (run_classifier's head).
+UNSCOPED_HEAD_VARIABLES = ("output_weights", "output_bias")
+OPTIMIZER_SLOT_SUFFIXES = ("/adam_m", "/adam_v")
+GLOBAL_STEP = "global_step"
+
+
+def tf1_name(variable):
+    """The TF1 checkpoint name of a Keras variable (or of a path string).
+
+    `bert/encoder/layer_0/attention/self/query/kernel` stays as is;
+    `pretrainer/cls/predictions/output_bias` becomes `cls/predictions/output_bias`;
+    `classifier/output_weights` becomes `output_weights` (the original's
+    classifier head is unscoped).
+    """
+    path = variable if isinstance(variable, str) else variable.path
+    path = re.sub(r":\d+$", "", path)
+    parts = path.split("/")
+    for i, part in enumerate(parts):
+        if part in _ROOTS:
+            return "/".join(parts[i:])
+    if parts[-1] in UNSCOPED_HEAD_VARIABLES and len(parts) >= 2 and parts[-2] == "classifier":
+        return parts[-1]
+    return path
+
+
+def _collect_variables(target):
+    """Flattens models, layers and variables into an ordered {tf1_name: variable}."""
+    if target is None:
+        return collections.OrderedDict()
+    items = target if isinstance(target, (list, tuple)) else [target]
+    result = collections.OrderedDict()
+    for item in items:
+        variables = item.weights if hasattr(item, "weights") else [item]
+        for v in variables:
+            name = tf1_name(v)
+            if name in result and result[name] is not v:
+                raise ValueError("two variables map to the checkpoint name %s" % name)
+            result[name] = v
+    return result
+
+
+def resolve_checkpoint(path, flag="init_checkpoint"):
+    """Turns a checkpoint prefix or a directory into a readable prefix.
+
+    Raises `UserError` naming `flag` if nothing is there.
+    """
+    if not path:
+        raise UserError("--%s is empty" % flag)
+    if tf.io.gfile.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if not latest:
+            raise UserError("--%s=%s: the directory holds no checkpoint" % (flag, path))
+        return latest
+    if not tf.io.gfile.exists(path + ".index"):
+        raise UserError("--%s=%s: no checkpoint there (expected %s.index)" % (flag, path, path))
+    return path
+
+
+def list_checkpoint_variables(checkpoint_path):
+    """{name: shape} of every variable in a checkpoint, sorted by name."""
+    return collections.OrderedDict(
+        (name, tuple(shape)) for name, shape in tf.train.list_variables(checkpoint_path))
+
+
+def is_optimizer_variable(name):
+    return name == GLOBAL_STEP or name.endswith(OPTIMIZER_SLOT_SUFFIXES)
+
+
+def is_head_variable(name):
+    return name.startswith("cls/") or name in UNSCOPED_HEAD_VARIABLES
+
+
+class LoadReport(
+        collections.namedtuple("LoadReport", ["loaded", "unused_heads", "skipped_optimizer",
+                                              "uninitialized", "global_step"])):
+    """What `load_checkpoint` did.
+
+    Attributes:
+      loaded: checkpoint names assigned to a model variable.
+      unused_heads: head variables in the checkpoint the target does not have.
+      skipped_optimizer: optimizer state not restored (no optimizer given).
+      uninitialized: target variables the checkpoint lacks (non-strict loads only).
+      global_step: the checkpoint's `global_step`, or None.
+    """
+
+
+def get_assignment_map_from_checkpoint(tvars, init_checkpoint):
+    """The original's helper: which of `tvars` the checkpoint can initialize.
+
+    Returns:
+      (assignment_map, initialized_variable_names): `{name: name}` for every
+      variable present in both, and `{name: 1, name + ":0": 1}`.
+    """
+    name_to_variable = _collect_variables(list(tvars))
+    assignment_map = collections.OrderedDict()
+    initialized_variable_names = {}
+    for name, _ in tf.train.list_variables(init_checkpoint):
+        if name not in name_to_variable:
+            continue
+        assignment_map[name] = name
+        initialized_variable_names[name] = 1
+        initialized_variable_names[name + ":0"] = 1
+    return assignment_map, initialized_variable_names
+
+
+def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
+                    flag="init_checkpoint"):
+    """Loads a Google-format checkpoint into Keras variables by TF1 name.
+
+    Args:
+      target: a `BertModel`, a layer (e.g. `BertPretrainingHeads`), a list of
+        them, or a list of variables.
+      checkpoint_path: checkpoint prefix (`.../bert_model.ckpt`) or a directory
+        (its latest checkpoint).
+      strict: if True (for loading a released model), every target variable
+        must be in the checkpoint, and the checkpoint may hold nothing but the
+        target's variables, known heads and optimizer state. If False (the
+        original's `init_checkpoint` semantics), variables present in both are
+        loaded and the rest keep their initial values.
+      optimizer: an optimizer with `get_slot_variables(variable)` returning
+        `{"adam_m": ..., "adam_v": ...}`; when given, the slots are restored
+        too (each must be present).
+      flag: the flag name used in error messages.
+
+    Returns:
+      A `LoadReport`.
+
+    Raises:
+      UserError: a missing, unexpected or wrong-shaped variable, named with
+        both shapes.
+    """
+    checkpoint_path = resolve_checkpoint(checkpoint_path, flag)
+    reader = tf.train.load_checkpoint(checkpoint_path)
+    ckpt_shapes = reader.get_variable_to_shape_map()
+    model_vars = _collect_variables(target)
+
+    # Shapes first, so nothing is assigned when anything is wrong.
+    missing = []
+    for name, variable in model_vars.items():
+        if name not in ckpt_shapes:
+            missing.append(name)
+            continue
+        want = tuple(variable.shape)
+        got = tuple(ckpt_shapes[name])
+        if want != got:
+            raise UserError(
+                "--%s=%s: variable %s has shape %s in the checkpoint but %s in the model "
+                "(is bert_config_file the checkpoint's config?)"
+                % (flag, checkpoint_path, name, list(got), list(want)))
+    if missing and strict:
+        raise UserError(
+            "--%s=%s: variable %s (shape %s) is missing from the checkpoint%s"
+            % (flag, checkpoint_path, missing[0], list(model_vars[missing[0]].shape),
+               "" if len(missing) == 1 else " (and %d more)" % (len(missing) - 1)))
+
+    unused_heads, skipped_optimizer, unexpected = [], [], []
+    for name in sorted(ckpt_shapes):
+        if name in model_vars:
+            continue
+        if is_optimizer_variable(name):
+            skipped_optimizer.append(name)
+        elif is_head_variable(name):
+            unused_heads.append(name)
+        else:
+            unexpected.append(name)
+    if unexpected and strict:
+        raise UserError(
+            "--%s=%s: checkpoint variable %s (shape %s) has no place in the model%s"
+            % (flag, checkpoint_path, unexpected[0], list(ckpt_shapes[unexpected[0]]),
+               "" if len(unexpected) == 1 else " (and %d more)" % (len(unexpected) - 1)))
+
+    slot_assignments = []
+    if optimizer is not None:
+        for name, variable in model_vars.items():
+            slots = optimizer.get_slot_variables(variable) if variable.trainable else None
+            if not slots:
+                continue
+            for slot_name, slot in slots.items():
+                key = "%s/%s" % (name, slot_name)
+                if key not in ckpt_shapes:
+                    raise UserError("--%s=%s: optimizer slot %s is missing from the checkpoint"
+                                    % (flag, checkpoint_path, key))
+                slot_assignments.append((key, slot))
+        restored = set(k for k, _ in slot_assignments)
+        skipped_optimizer = [n for n in skipped_optimizer if n not in restored and n != GLOBAL_STEP]
+
+    loaded = []
+    for name, variable in model_vars.items():
+        if name in ckpt_shapes:
+            variable.assign(reader.get_tensor(name).astype(variable.dtype))
+            loaded.append(name)
+    for key, slot in slot_assignments:
+        slot.assign(reader.get_tensor(key).astype(slot.dtype))
+
+    global_step = None
+    if GLOBAL_STEP in ckpt_shapes:
+        global_step = int(reader.get_tensor(GLOBAL_STEP))
+    report = LoadReport(loaded, unused_heads, skipped_optimizer, missing, global_step)
+    logging.info("Loaded %d variables from %s", len(loaded), checkpoint_path)
+    if unused_heads:
+        logging.info("Checkpoint heads not in the model (not loaded): %s",
+                     _summarize(unused_heads))
+    if skipped_optimizer:
+        logging.info("Optimizer state not restored: %d variables (%s)", len(skipped_optimizer),
+                     _summarize(skipped_optimizer))
+    if missing:
+        logging.info("Model variables not in the checkpoint (kept their initial values): %s",
+                     ", ".join(missing))
+    return report
+
+
+def _summarize(names, limit=4):
+    if len(names) <= limit:
+        return ", ".join(names)
+    return "%s, ... (%d in all)" % (", ".join(names[:limit]), len(names))
+
+
+def write_checkpoint(checkpoint_prefix, name_to_value, update_state=True):
+    """Writes `{tf1_name: tensor or variable}` as a TF1 checkpoint, atomically.
+
+    The files (`<prefix>.index`, `<prefix>.data-00000-of-00001`) are written
+    under a temporary prefix and renamed, index last, so a crash never leaves a
+    half-written checkpoint under the real name. With `update_state`, the
+    directory's `checkpoint` file then points at the new checkpoint (written
+    atomically by TensorFlow), keeping older entries listed.
+    """
+    directory = os.path.dirname(checkpoint_prefix) or "."
+    tf.io.gfile.makedirs(directory)
+    names = list(name_to_value)
+    tensors = [tf.convert_to_tensor(name_to_value[n]) for n in names]
+    tmp_prefix = "%s.tmp-%d" % (checkpoint_prefix, os.getpid())
+    tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names,
+                      shape_and_slices=[""] * len(names), tensors=tensors)
+    data_suffix = ".data-00000-of-00001"
+    tf.io.gfile.rename(tmp_prefix + data_suffix, checkpoint_prefix + data_suffix, overwrite=True)
+    tf.io.gfile.rename(tmp_prefix + ".index", checkpoint_prefix + ".index", overwrite=True)
+    if update_state:
+        state = tf.train.get_checkpoint_state(directory)
+        previous = list(state.all_model_checkpoint_paths) if state else []
+        previous = [p for p in previous if p != checkpoint_prefix
+                    and os.path.basename(p) != os.path.basename(checkpoint_prefix)]
+        tf.compat.v1.train.update_checkpoint_state(
+            directory, os.path.basename(checkpoint_prefix),
+            all_model_checkpoint_paths=[os.path.basename(p) for p in previous]
+            + [os.path.basename(checkpoint_prefix)])
+    return checkpoint_prefix
+
+
+def save_checkpoint(target, checkpoint_prefix, optimizer=None, global_step=None,
+                    update_state=True):
+    """Saves Keras variables in Google's checkpoint format and names.
+
+    Args:
+      target: as in `load_checkpoint`.
+      checkpoint_prefix: e.g. `output_dir/model.ckpt-1000` or `.../bert_model.ckpt`.
+      optimizer: when given, its slots are saved as `<var>/adam_m`, `<var>/adam_v`.
+      global_step: when not None, saved as int64 `global_step`.
+
+    Returns:
+      `checkpoint_prefix`. The original code's `tf.train.Saver` restores it.
+    """
+    model_vars = _collect_variables(target)
+    values = collections.OrderedDict()
+    for name, variable in model_vars.items():
+        values[name] = variable
+    if optimizer is not None:
+        for name, variable in model_vars.items():
+            slots = optimizer.get_slot_variables(variable) if variable.trainable else None
+            for slot_name, slot in (slots or {}).items():
+                values["%s/%s" % (name, slot_name)] = slot
+    if global_step is not None:
+        values[GLOBAL_STEP] = tf.constant(int(global_step), dtype=tf.int64)
+    return write_checkpoint(checkpoint_prefix, values, update_state=update_state)
+
+
+def read_checkpoint(checkpoint_path):
+    """{name: numpy array} of every variable in a checkpoint."""
+    reader = tf.train.load_checkpoint(checkpoint_path)
+    return collections.OrderedDict(
+        (name, np.asarray(reader.get_tensor(name)))
+        for name in sorted(reader.get_variable_to_shape_map()))
+
+
+def expected_tf1_variables(config, heads=False):
+    """{name: shape} of the variables the original graph creates for `config`.
+
+    Written from the original's scopes (not from our layers), so it can check
+    them. With `heads`, the pre-training heads `cls/*` are included.
+    """
+    d, i, v = config.hidden_size, config.intermediate_size, config.vocab_size
+    names = collections.OrderedDict()
+    names["bert/embeddings/word_embeddings"] = (v, d)
+    names["bert/embeddings/token_type_embeddings"] = (config.type_vocab_size, d)
+    names["bert/embeddings/position_embeddings"] = (config.max_position_embeddings, d)
+    names["bert/embeddings/LayerNorm/beta"] = (d,)
+    names["bert/embeddings/LayerNorm/gamma"] = (d,)
+    for layer in range(config.num_hidden_layers):
+        prefix = "bert/encoder/layer_%d/" % layer
+        for proj in ("query", "key", "value"):
+            names[prefix + "attention/self/%s/kernel" % proj] = (d, d)
+            names[prefix + "attention/self/%s/bias" % proj] = (d,)
+        names[prefix + "attention/output/dense/kernel"] = (d, d)
+        names[prefix + "attention/output/dense/bias"] = (d,)
+        names[prefix + "attention/output/LayerNorm/beta"] = (d,)
+        names[prefix + "attention/output/LayerNorm/gamma"] = (d,)
+        names[prefix + "intermediate/dense/kernel"] = (d, i)
+        names[prefix + "intermediate/dense/bias"] = (i,)
+        names[prefix + "output/dense/kernel"] = (i, d)
+        names[prefix + "output/dense/bias"] = (d,)
+        names[prefix + "output/LayerNorm/beta"] = (d,)
+        names[prefix + "output/LayerNorm/gamma"] = (d,)
+    names["bert/pooler/dense/kernel"] = (d, d)
+    names["bert/pooler/dense/bias"] = (d,)
+    if heads:
+        names["cls/predictions/transform/dense/kernel"] = (d, d)
+        names["cls/predictions/transform/dense/bias"] = (d,)
+        names["cls/predictions/transform/LayerNorm/beta"] = (d,)
+        names["cls/predictions/transform/LayerNorm/gamma"] = (d,)
+        names["cls/predictions/output_bias"] = (v,)
+        names["cls/seq_relationship/output_weights"] = (2, d)
+        names["cls/seq_relationship/output_bias"] = (2,)
+    return names

@@ -1,0 +1,190 @@
+"""Fixed feature vectors from a pre-trained BERT (original: `extract_features.py`).
+
+The library half of `tools/extract_features.py`: reading `text_a ||| text_b`
+lines, building features exactly as the original, running the model and
+formatting the original JSON lines.
+"""
+
+import collections
+import json
+import os
+import re
+import time
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from bert_tf import tokenization
+from bert_tf.errors import UserError
+
+InputExample = collections.namedtuple("InputExample", ["unique_id", "text_a", "text_b"])
+InputFeatures = collections.namedtuple(
+    "InputFeatures", ["unique_id", "tokens", "input_ids", "input_mask", "input_type_ids"])
+
+
+def read_examples(input_file):
+    """Reads one `InputExample` per line of `input_file`.
+
+    As the original: each line is stripped; `a ||| b` (split at the last
+    " ||| ") gives a pair; blank lines are kept (they become `[CLS] [SEP]`);
+    `unique_id` is the 0-based line number; bytes that are not UTF-8 are dropped.
+    """
+    if not tf.io.gfile.exists(input_file):
+        raise UserError("--input_file=%s: no such file" % input_file)
+    examples = []
+    with tf.io.gfile.GFile(input_file, "rb") as reader:
+        data = reader.read()
+    text = tokenization.convert_to_unicode(data)
+    # The original reads with readline(), which splits on "\n" only.
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for unique_id, line in enumerate(lines):
+        line = line.strip()
+        m = re.match(r"^(.*) \|\|\| (.*)$", line)
+        if m is None:
+            text_a, text_b = line, None
+        else:
+            text_a, text_b = m.group(1), m.group(2)
+        examples.append(InputExample(unique_id=unique_id, text_a=text_a, text_b=text_b))
+    return examples
+
+
+def truncate_seq_pair(tokens_a, tokens_b, max_length):
+    """Truncates a sequence pair in place, always popping from the longer one (ties: b)."""
+    while len(tokens_a) + len(tokens_b) > max_length:
+        if len(tokens_a) > len(tokens_b):
+            tokens_a.pop()
+        else:
+            tokens_b.pop()
+
+
+def convert_examples_to_features(examples, seq_length, tokenizer, log_examples=5):
+    """`InputExample`s -> `InputFeatures`, exactly as the original.
+
+    `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, type ids 0 for the first
+    segment and 1 for the second, zero padding to `seq_length`.
+    """
+    features = []
+    for ex_index, example in enumerate(examples):
+        tokens_a = tokenizer.tokenize(example.text_a)
+        tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
+        if tokens_b:
+            # Account for [CLS], [SEP], [SEP] with "- 3".
+            truncate_seq_pair(tokens_a, tokens_b, seq_length - 3)
+        elif len(tokens_a) > seq_length - 2:
+            # Account for [CLS] and [SEP] with "- 2".
+            tokens_a = tokens_a[0:(seq_length - 2)]
+        tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
+        input_type_ids = [0] * len(tokens)
+        if tokens_b:
+            tokens += tokens_b + ["[SEP]"]
+            input_type_ids += [1] * (len(tokens_b) + 1)
+        input_ids = tokenizer.convert_tokens_to_ids(tokens)
+        # The mask has 1 for real tokens and 0 for padding tokens.
+        input_mask = [1] * len(input_ids)
+        padding = seq_length - len(input_ids)
+        input_ids += [0] * padding
+        input_mask += [0] * padding
+        input_type_ids += [0] * padding
+        if ex_index < log_examples:
+            logging.info("*** Example ***")
+            logging.info("unique_id: %s", example.unique_id)
+            logging.info("tokens: %s", " ".join(tokenization.printable_text(x) for x in tokens))
+            logging.info("input_ids: %s", " ".join(str(x) for x in input_ids))
+            logging.info("input_mask: %s", " ".join(str(x) for x in input_mask))
+            logging.info("input_type_ids: %s", " ".join(str(x) for x in input_type_ids))
+        features.append(InputFeatures(example.unique_id, tokens, input_ids, input_mask,
+                                      input_type_ids))
+    return features
+
+
+def parse_layer_indexes(layers, num_hidden_layers):
+    """`"-1,-2"` -> [-1, -2]; each must index the encoder's layer outputs."""
+    try:
+        indexes = [int(x) for x in layers.split(",")]
+    except ValueError:
+        raise UserError("--layers=%s: expected comma-separated integers" % layers)
+    for index in indexes:
+        if not -num_hidden_layers <= index < num_hidden_layers:
+            raise UserError(
+                "--layers=%s: layer %d does not exist (the model has %d layers: 0..%d or -%d..-1)"
+                % (layers, index, num_hidden_layers, num_hidden_layers - 1, num_hidden_layers))
+    return indexes
+
+
+def predict_layers(model, features, layer_indexes, batch_size, jit_compile=False):
+    """Runs the model over `features`; yields `(feature, [array [seq_length, hidden]])`.
+
+    One array per entry of `layer_indexes`, in that order, indexing
+    `all_encoder_layers` (0 is the first Transformer layer, -1 the last).
+    """
+
+    @tf.function(jit_compile=jit_compile, reduce_retracing=True)
+    def _predict(input_ids, input_mask, input_type_ids):
+        outputs = model(input_ids, input_mask, input_type_ids, training=False)
+        all_layers = outputs["all_encoder_layers"]
+        return [all_layers[i] for i in layer_indexes]
+
+    start = time.time()
+    for begin in range(0, len(features), batch_size):
+        batch = features[begin:begin + batch_size]
+        arrays = [np.asarray([getattr(f, key) for f in batch], dtype=np.int32)
+                  for key in ("input_ids", "input_mask", "input_type_ids")]
+        layer_outputs = [out.numpy() for out in _predict(*arrays)]
+        for k, feature in enumerate(batch):
+            yield feature, [out[k] for out in layer_outputs]
+        done = begin + len(batch)
+        elapsed = max(time.time() - start, 1e-9)
+        if done == len(features) or (begin // batch_size) % 50 == 0:
+            logging.info("extract_features: %d/%d examples, %.1f examples/s, ETA %.0fs",
+                         done, len(features), done / elapsed,
+                         (len(features) - done) / max(done / elapsed, 1e-9))
+
+
+def feature_to_json(feature, layer_indexes, layer_values):
+    """The original JSON line (without the newline) for one feature.
+
+    `{"linex_index": id, "features": [{"token": t, "layers": [{"index": i,
+    "values": [round(float(x), 6), ...]}, ...]}, ...]}`: one entry per real
+    token, no padding; the key really is spelled `linex_index`.
+    """
+    output = collections.OrderedDict()
+    output["linex_index"] = feature.unique_id
+    all_features = []
+    # `tolist()` of a float32 array gives the same Python floats as the
+    # original's `float(x)`; Python's `round` then rounds them identically.
+    rows = [np.asarray(values, dtype=np.float32).tolist() for values in layer_values]
+    for i, token in enumerate(feature.tokens):
+        all_layers = []
+        for j, layer_index in enumerate(layer_indexes):
+            layer = collections.OrderedDict()
+            layer["index"] = layer_index
+            layer["values"] = [round(x, 6) for x in rows[j][i]]
+            all_layers.append(layer)
+        token_features = collections.OrderedDict()
+        token_features["token"] = token
+        token_features["layers"] = all_layers
+        all_features.append(token_features)
+    output["features"] = all_features
+    return json.dumps(output)
+
+
+def write_features_jsonl(model, features, layer_indexes, batch_size, output_file):
+    """Writes the original JSON-lines file, atomically (temporary name, then rename)."""
+    directory = os.path.dirname(output_file)
+    if directory:
+        tf.io.gfile.makedirs(directory)
+    tmp = "%s.tmp-%d" % (output_file, os.getpid())
+    count = 0
+    try:
+        with open(tmp, "w", encoding="utf-8") as writer:
+            for feature, values in predict_layers(model, features, layer_indexes, batch_size):
+                writer.write(feature_to_json(feature, layer_indexes, values) + "\n")
+                count += 1
+        os.replace(tmp, output_file)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return count

@@ -1,0 +1,40 @@
+"""The attention mask (original: `create_attention_mask_from_input_mask`)."""
+
+from keras import ops
+
+# Added to the scores of masked key positions. The original uses -10000.0, not
+# -inf: a fully masked row still gets a (uniform) softmax instead of NaN.
+MASK_ADDER = -10000.0
+
+
+def create_attention_mask_from_input_mask(from_tensor, to_mask):
+    """Create 3D attention mask from a 2D tensor mask.
+
+    Args:
+      from_tensor: 2D or 3D Tensor of shape [batch_size, from_seq_length, ...].
+      to_mask: int32 Tensor of shape [batch_size, to_seq_length].
+
+    Returns:
+      float Tensor of shape [batch_size, from_seq_length, to_seq_length]: 1.0
+      where the key position is attended to, 0.0 where it is masked. Only the
+      key ("to") side is masked, as in the original.
+    """
+    from_shape = ops.shape(from_tensor)
+    batch_size, from_seq_length = from_shape[0], from_shape[1]
+    to_mask = ops.cast(ops.expand_dims(to_mask, 1), "float32")  # [B, 1, T]
+    broadcast_ones = ops.ones((batch_size, from_seq_length, 1), dtype="float32")  # [B, F, 1]
+    return broadcast_ones * to_mask  # [B, F, T]
+
+
+def attention_mask_adder(input_mask, dtype="float32"):
+    """`(1 - mask) * -10000.0` shaped [batch_size, 1, 1, to_seq_length].
+
+    The original builds the mask as [B, F, T] (all F rows equal) and expands it
+    to [B, 1, F, T]; broadcasting one row gives the same numbers with F times
+    less memory.
+
+    Args:
+      input_mask: int Tensor of shape [batch_size, to_seq_length]; 1 = attend.
+    """
+    mask = ops.cast(input_mask, dtype)[:, None, None, :]  # [B, 1, 1, T]
+    return (1.0 - mask) * MASK_ADDER

@@ -1,0 +1,78 @@
+"""Shared test set-up: Keras on TensorFlow, quiet logs, seeds, tiny configs."""
+
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+import pytest  # noqa: E402
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "original: compares against Google's original BERT code (bert-tensorflow), run in its own process")
+    config.addinivalue_line("markers", "slow: slower end-to-end test")
+
+import json  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+# The original BertModelTester's sizes (batch 13, seq 7, vocab 99, hidden 32,
+# 4 heads, intermediate 37), with 2 layers.
+TINY_CONFIG = {
+    "vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "intermediate_size": 37, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 64, "type_vocab_size": 2,
+    "initializer_range": 0.2,
+}
+
+
+def make_inputs(batch_size=3, seq_length=9, vocab_size=99, type_vocab_size=2,
+                max_predictions=4, seed=0):
+    """Random model inputs with ragged padding and pre-training labels."""
+    rng = np.random.RandomState(seed)
+    lengths = [seq_length] + list(rng.randint(2, seq_length + 1, size=batch_size - 1))
+    input_mask = np.array([[1] * n + [0] * (seq_length - n) for n in lengths], np.int32)
+    return {
+        "input_ids": rng.randint(0, vocab_size, (batch_size, seq_length)).astype(np.int32),
+        "input_mask": input_mask,
+        "token_type_ids": rng.randint(0, type_vocab_size, (batch_size, seq_length)).astype(np.int32),
+        "masked_lm_positions": rng.randint(0, seq_length, (batch_size, max_predictions)).astype(np.int32),
+        "masked_lm_ids": rng.randint(0, vocab_size, (batch_size, max_predictions)).astype(np.int32),
+        "masked_lm_weights": (rng.rand(batch_size, max_predictions) < 0.7).astype(np.float32),
+        "next_sentence_labels": rng.randint(0, 2, (batch_size, 1)).astype(np.int32),
+    }
+
+
+def write_config(path, config_dict):
+    with open(path, "w") as f:
+        json.dump(config_dict, f)
+    return str(path)
+
+
+@pytest.fixture
+def tiny_config():
+    from bert_tf import BertConfig
+    return BertConfig.from_dict(dict(TINY_CONFIG))
+
+
+@pytest.fixture(scope="session")
+def original_checkpoint(tmp_path_factory):
+    """A Google-format checkpoint written by the original code (tf.train.Saver).
+
+    Holds the backbone, the pre-training heads `cls/*`, the Adam slots and
+    `global_step`, like a pre-training checkpoint. Returns a dict with
+    `config` (json path), `ckpt` (prefix), `inputs` (dict) and `outputs`
+    (the original's outputs on `inputs`).
+    """
+    from tests.original import run_oracle
+    d = tmp_path_factory.mktemp("original_ckpt")
+    config = write_config(d / "bert_config.json", TINY_CONFIG)
+    inputs = make_inputs()
+    np.savez(d / "inputs.npz", **inputs)
+    ckpt = str(d / "bert_model.ckpt")
+    run_oracle("model_oracle", "save", config, d / "inputs.npz", ckpt, d / "outputs.npz", 7,
+               "heads", "optimizer")
+    return {"config": config, "ckpt": ckpt, "inputs": inputs, "dir": str(d),
+            "outputs": dict(np.load(d / "outputs.npz"))}

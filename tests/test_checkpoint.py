@@ -1,0 +1,124 @@
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import BertConfig, BertModel, checkpoint
+from bert_tf.errors import UserError
+from bert_tf.heads import BertPretrainingHeads
+from tests.conftest import TINY_CONFIG
+
+
+def _model(**overrides):
+    config = BertConfig.from_dict(dict(TINY_CONFIG, **overrides))
+    return BertModel(config), BertPretrainingHeads(config)
+
+
+def test_save_load_save_is_bit_exact(tmp_path):
+    model, heads = _model()
+    first = checkpoint.save_checkpoint([model, heads], str(tmp_path / "a" / "model.ckpt-1"),
+                                       global_step=1)
+    clone, clone_heads = _model()
+    report = checkpoint.load_checkpoint([clone, clone_heads], first)
+    assert len(report.loaded) == len(model.weights) + len(heads.weights)
+    assert report.global_step == 1
+    second = checkpoint.save_checkpoint([clone, clone_heads], str(tmp_path / "b" / "model.ckpt-1"),
+                                        global_step=1)
+    a, b = checkpoint.read_checkpoint(first), checkpoint.read_checkpoint(second)
+    assert list(a) == list(b)
+    for name in a:
+        assert a[name].dtype == b[name].dtype, name
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    # The files themselves are identical too.
+    for suffix in (".index", ".data-00000-of-00001"):
+        with open(first + suffix, "rb") as f1, open(second + suffix, "rb") as f2:
+            assert f1.read() == f2.read()
+
+
+def test_checkpoint_is_written_atomically_and_listed(tmp_path):
+    model, _ = _model()
+    for step in (1, 2):
+        checkpoint.save_checkpoint(model, str(tmp_path / ("model.ckpt-%d" % step)), global_step=step)
+    assert not [f for f in os.listdir(tmp_path) if ".tmp-" in f]
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-2")
+    state = tf.train.get_checkpoint_state(str(tmp_path))
+    assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
+        "model.ckpt-1", "model.ckpt-2"]
+    # A directory resolves to its latest checkpoint.
+    assert checkpoint.load_checkpoint(model, str(tmp_path)).global_step == 2
+
+
+def test_heads_and_optimizer_state_are_reported_not_dropped(tmp_path):
+    model, heads = _model()
+    values = {checkpoint.tf1_name(v): v for v in model.weights + heads.weights}
+    for name, v in list(values.items()):
+        values[name + "/adam_m"] = tf.zeros_like(v)
+        values[name + "/adam_v"] = tf.zeros_like(v)
+    values["global_step"] = tf.constant(42, tf.int64)
+    prefix = checkpoint.write_checkpoint(str(tmp_path / "model.ckpt-42"), values)
+    clone, _ = _model()
+    report = checkpoint.load_checkpoint(clone, prefix)
+    assert sorted(report.unused_heads) == sorted(checkpoint.tf1_name(v) for v in heads.weights)
+    assert len(report.skipped_optimizer) == 2 * (len(model.weights) + len(heads.weights)) + 1
+    assert report.global_step == 42
+    assert report.uninitialized == []
+
+
+def test_missing_variable_is_named(tmp_path):
+    small, _ = _model()
+    prefix = checkpoint.save_checkpoint(small, str(tmp_path / "bert_model.ckpt"))
+    big, _ = _model(num_hidden_layers=3)
+    with pytest.raises(UserError) as e:
+        checkpoint.load_checkpoint(big, prefix)
+    msg = str(e.value)
+    assert "bert/encoder/layer_2/" in msg and "missing" in msg and "\n" not in msg
+    # Non-strict (the original's init_checkpoint): the shared part loads.
+    report = checkpoint.load_checkpoint(big, prefix, strict=False)
+    assert all(n.startswith("bert/encoder/layer_2/") for n in report.uninitialized)
+    assert len(report.uninitialized) == 16
+
+
+def test_unexpected_variable_is_named(tmp_path):
+    big, _ = _model(num_hidden_layers=3)
+    prefix = checkpoint.save_checkpoint(big, str(tmp_path / "bert_model.ckpt"))
+    small, _ = _model()
+    with pytest.raises(UserError, match="bert/encoder/layer_2/.* has no place in the model"):
+        checkpoint.load_checkpoint(small, prefix)
+
+
+def test_wrong_shape_names_variable_and_both_shapes(tmp_path):
+    model, _ = _model(vocab_size=120)
+    prefix = checkpoint.save_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
+    other, _ = _model()
+    before = other.embedding_table.numpy().copy()
+    with pytest.raises(UserError) as e:
+        checkpoint.load_checkpoint(other, prefix)
+    assert "bert/embeddings/word_embeddings" in str(e.value)
+    assert "[120, 32]" in str(e.value) and "[99, 32]" in str(e.value)
+    # Nothing was assigned.
+    np.testing.assert_array_equal(other.embedding_table.numpy(), before)
+
+
+def test_no_checkpoint_names_the_flag(tmp_path):
+    model, _ = _model()
+    with pytest.raises(UserError, match="--init_checkpoint=.*nothing.ckpt: no checkpoint there"):
+        checkpoint.load_checkpoint(model, str(tmp_path / "nothing.ckpt"))
+    with pytest.raises(UserError, match="holds no checkpoint"):
+        checkpoint.load_checkpoint(model, str(tmp_path))
+
+
+def test_wrapper_prefixes_and_unscoped_classifier_names():
+    assert checkpoint.tf1_name("pretrainer/bert/pooler/dense/kernel") == "bert/pooler/dense/kernel"
+    assert checkpoint.tf1_name("cls/predictions/output_bias:0") == "cls/predictions/output_bias"
+    assert checkpoint.tf1_name("classifier/output_weights") == "output_weights"
+
+
+def test_assignment_map_as_the_original(tmp_path):
+    model, heads = _model()
+    prefix = checkpoint.save_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
+    assignment_map, initialized = checkpoint.get_assignment_map_from_checkpoint(
+        model.weights + heads.weights, prefix)
+    assert set(assignment_map) == {checkpoint.tf1_name(v) for v in model.weights}
+    assert "bert/pooler/dense/kernel:0" in initialized
+    assert not any(n.startswith("cls/") for n in assignment_map)

@@ -1,0 +1,159 @@
+"""tools/extract_features.py: the original's JSON lines, from the original's checkpoint."""
+
+import collections
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bert_tf import extract_features
+from bert_tf.errors import UserError
+from tests.conftest import TINY_CONFIG, make_inputs, write_config
+from tests.original import run_oracle
+from tests.tolerances import JSON_ATOL
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _corpus_vocab():
+    """A small WordPiece vocab from real English (CPython's pydoc topics)."""
+    import re
+    from pydoc_data.topics import topics
+    words = collections.Counter(re.findall(r"[a-z]+", topics["if"].lower() + topics["for"].lower()))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "(", ")", ":", "'"]
+    vocab += [w for w, _ in words.most_common(60)]
+    vocab += ["##s", "##ed", "##ing", "##e", "##t", "##a", "##n", "##r", "##i", "##o",
+              "t", "a", "n", "r", "i", "o", "e", "s"]
+    seen = []
+    for token in vocab:
+        if token not in seen:
+            seen.append(token)
+    return seen
+
+
+def _write_inputs(path):
+    from pydoc_data.topics import topics
+    lines = [line.strip() for line in topics["while"].splitlines() if line.strip()][:6]
+    lines += [
+        "The else clause ||| is executed when the loop terminates.",
+        "a ||| b ||| c",          # split at the last " ||| "
+        "",                       # blank lines are examples too
+        "Ünïcödé and \u4e2d\u6587 text.",
+        "word " * 40,             # truncated to max_seq_length - 2
+        "first part " * 10 + "||| second " * 10,
+    ]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return len(lines)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    d = tmp_path_factory.mktemp("extract")
+    vocab = _corpus_vocab()
+    (d / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    config = write_config(d / "bert_config.json", dict(TINY_CONFIG, vocab_size=len(vocab)))
+    np.savez(d / "inputs.npz", **make_inputs(vocab_size=len(vocab)))
+    ckpt = str(d / "bert_model.ckpt")
+    run_oracle("model_oracle", "save", config, d / "inputs.npz", ckpt, d / "unused.npz", 3, "heads")
+    n = _write_inputs(d / "input.txt")
+    return {"dir": d, "vocab": str(d / "vocab.txt"), "config": config, "ckpt": ckpt,
+            "input": str(d / "input.txt"), "num_lines": n}
+
+
+def _run_tool(*args):
+    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.run([sys.executable, os.path.join(REPO, "tools", "extract_features.py")]
+                          + list(args), capture_output=True, text=True, env=env, timeout=300)
+
+
+def _flags(s, output, **overrides):
+    flags = {"input_file": s["input"], "output_file": output, "vocab_file": s["vocab"],
+             "bert_config_file": s["config"], "init_checkpoint": s["ckpt"],
+             "layers": "-1,0,-2", "max_seq_length": "24", "batch_size": "3"}
+    flags.update(overrides)
+    return ["--%s=%s" % kv for kv in flags.items()]
+
+
+@pytest.mark.original
+def test_output_equals_the_original(setup):
+    s = setup
+    ours_file = str(s["dir"] / "ours.jsonl")
+    proc = _run_tool(*_flags(s, ours_file))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    theirs_file = str(s["dir"] / "theirs.jsonl")
+    run_oracle("extract_features_oracle", s["config"], s["vocab"], s["ckpt"], s["input"],
+               theirs_file, "-1,0,-2", 24, "true")
+    with open(ours_file, encoding="utf-8") as f:
+        ours = [json.loads(line, object_pairs_hook=collections.OrderedDict) for line in f]
+    with open(theirs_file, encoding="utf-8") as f:
+        theirs = [json.loads(line, object_pairs_hook=collections.OrderedDict) for line in f]
+    assert len(ours) == len(theirs) == s["num_lines"]
+    worst = 0.0
+    for a, b in zip(ours, theirs):
+        assert list(a) == list(b) == ["linex_index", "features"]
+        assert a["linex_index"] == b["linex_index"]
+        assert [t["token"] for t in a["features"]] == [t["token"] for t in b["features"]]
+        for ta, tb in zip(a["features"], b["features"]):
+            assert list(ta) == ["token", "layers"]
+            assert [l["index"] for l in ta["layers"]] == [l["index"] for l in tb["layers"]] == [-1, 0, -2]
+            for la, lb in zip(ta["layers"], tb["layers"]):
+                assert len(la["values"]) == TINY_CONFIG["hidden_size"]
+                worst = max(worst, float(np.abs(np.subtract(la["values"], lb["values"])).max()))
+    assert worst <= JSON_ATOL
+    # Blank line -> [CLS] [SEP]; the 40-word line is cut to max_seq_length.
+    by_id = {a["linex_index"]: a for a in ours}
+    tokens = [[t["token"] for t in by_id[i]["features"]] for i in range(len(ours))]
+    assert ["[CLS]", "[SEP]"] in tokens
+    assert max(len(t) for t in tokens) == 24
+
+
+def test_read_examples_splits_like_the_original(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"  a ||| b ||| c  \n\nplain\xff text\nx|||y\n")
+    examples = extract_features.read_examples(str(path))
+    assert [(e.unique_id, e.text_a, e.text_b) for e in examples] == [
+        (0, "a ||| b", "c"), (1, "", None), (2, "plain text", None), (3, "x|||y", None)]
+
+
+def test_feature_json_rounds_like_the_original():
+    feature = extract_features.InputFeatures(5, ["[CLS]", "h\u00e9", "[SEP]"], [], [], [])
+    values = np.array([[0.1234567, -1.0000004], [2.5e-7, 3.0], [0.0, -0.5]], np.float32)
+    line = extract_features.feature_to_json(feature, [-1], [values])
+    expected = json.dumps(collections.OrderedDict([
+        ("linex_index", 5),
+        ("features", [collections.OrderedDict([
+            ("token", tok),
+            ("layers", [collections.OrderedDict([
+                ("index", -1), ("values", [round(float(x), 6) for x in row])])])])
+            for tok, row in zip(feature.tokens, values)])]))
+    assert line == expected
+    assert '"h\\u00e9"' in line  # json.dumps default: ASCII escapes, as the original
+
+
+@pytest.mark.parametrize("overrides, needle", [
+    ({"vocab_file": "/nonexistent/vocab.txt"}, "vocab.txt"),
+    ({"max_seq_length": "65"}, "--max_seq_length=65"),
+    ({"layers": "0,2"}, "--layers=0,2"),
+    ({"input_file": "/nonexistent/in.txt"}, "--input_file=/nonexistent/in.txt"),
+    ({"init_checkpoint": "/nonexistent/bert_model.ckpt"}, "--init_checkpoint"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, overrides, needle):
+    output = str(tmp_path / "out.jsonl")
+    proc = _run_tool(*_flags(setup, output, **overrides))
+    assert proc.returncode != 0
+    error_lines = [l for l in proc.stderr.splitlines() if l.startswith("error: ")]
+    assert len(error_lines) == 1 and needle in error_lines[0], proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert not os.listdir(tmp_path)
+
+
+def test_layer_indexes_are_checked():
+    assert extract_features.parse_layer_indexes("-1,-2,0", 2) == [-1, -2, 0]
+    with pytest.raises(UserError):
+        extract_features.parse_layer_indexes("-3", 2)
+    with pytest.raises(UserError):
+        extract_features.parse_layer_indexes("a", 2)

@@ -1,0 +1,11 @@
+"""Named tolerances: the only place they are defined.
+
+EXACT comparisons (tokens, ids, TFRecord bytes, names, shapes) use `==`.
+"""
+
+# A layer or a tiny model against a NumPy re-statement of the original equations.
+LAYER_ATOL = LAYER_RTOL = 1e-5
+# Our model against the original code run on the same machine (float32 noise).
+MODEL_ATOL = 1e-5
+# extract_features JSON values (rounded to 6 places) against the original's.
+JSON_ATOL = 1e-4

@@ -1,0 +1,109 @@
+r"""Extract pre-computed feature vectors from BERT (the original's `extract_features.py`).
+
+  python tools/extract_features.py \
+    --input_file=input.txt --output_file=output.jsonl \
+    --vocab_file=$BERT_BASE_DIR/vocab.txt \
+    --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+    --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
+    --layers=-1,-2,-3,-4 --max_seq_length=128 --batch_size=8
+
+Each input line is `text_a` or `text_a ||| text_b`; each output line is the
+original's JSON (`linex_index`, `features` -> `token`, `layers` -> `index`,
+`values`).
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+from absl import logging  # noqa: E402
+
+from bert_tf import cli  # noqa: E402
+
+flags.DEFINE_string("input_file", None, "")
+flags.DEFINE_string("output_file", None, "")
+flags.DEFINE_string("layers", "-1,-2,-3,-4", "")
+flags.DEFINE_string(
+    "bert_config_file", None,
+    "The config json file corresponding to the pre-trained BERT model. "
+    "This specifies the model architecture.")
+flags.DEFINE_integer(
+    "max_seq_length", 128,
+    "The maximum total input sequence length after WordPiece tokenization. "
+    "Sequences longer than this will be truncated, and sequences shorter "
+    "than this will be padded.")
+flags.DEFINE_string(
+    "init_checkpoint", None,
+    "Initial checkpoint (usually from a pre-trained BERT model).")
+flags.DEFINE_string("vocab_file", None,
+                    "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_bool(
+    "do_lower_case", True,
+    "Whether to lower case the input text. Should be True for uncased "
+    "models and False for cased models.")
+flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
+# Accepted so that the original command lines keep working; they change
+# nothing here (the one-hot lookup gives the same numbers as the gather).
+flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
+flags.DEFINE_string("master", None, "If using a TPU, the address of the master.")
+flags.DEFINE_integer("num_tpu_cores", 8, "Only used if `use_tpu` is True. Total number of TPU cores to use.")
+flags.DEFINE_bool("use_one_hot_embeddings", False,
+                  "If True, tf.one_hot will be used for embedding lookups, otherwise "
+                  "tf.nn.embedding_lookup will be used. On TPUs, this should be True "
+                  "since it is much faster.")
+
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError("Too many command-line arguments.")
+    from bert_tf import checkpoint
+    from bert_tf import extract_features
+    from bert_tf import tokenization
+    from bert_tf.config import BertConfig
+    from bert_tf.errors import UserError
+    from bert_tf.modeling import BertModel
+
+    if FLAGS.use_tpu:
+        logging.warning("--use_tpu: TPUs are reached through tf.distribute in bert_tf; "
+                        "extract_features runs on the local device.")
+    bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
+    if FLAGS.max_seq_length > bert_config.max_position_embeddings:
+        raise UserError(
+            "--max_seq_length=%d: the model was only trained up to sequence length %d "
+            "(max_position_embeddings in %s)"
+            % (FLAGS.max_seq_length, bert_config.max_position_embeddings,
+               FLAGS.bert_config_file))
+    if FLAGS.max_seq_length < 2:
+        raise UserError("--max_seq_length=%d: must be at least 2 ([CLS] and [SEP])"
+                        % FLAGS.max_seq_length)
+    if FLAGS.batch_size < 1:
+        raise UserError("--batch_size=%d: must be positive" % FLAGS.batch_size)
+    layer_indexes = extract_features.parse_layer_indexes(FLAGS.layers,
+                                                         bert_config.num_hidden_layers)
+    tokenizer = tokenization.FullTokenizer(vocab_file=FLAGS.vocab_file,
+                                           do_lower_case=FLAGS.do_lower_case)
+    examples = extract_features.read_examples(FLAGS.input_file)
+    features = extract_features.convert_examples_to_features(
+        examples, FLAGS.max_seq_length, tokenizer)
+    model = BertModel(bert_config)
+    checkpoint.load_checkpoint(model, FLAGS.init_checkpoint, strict=True,
+                               flag="init_checkpoint")
+    count = extract_features.write_features_jsonl(model, features, layer_indexes,
+                                                  FLAGS.batch_size, FLAGS.output_file)
+    logging.info("Wrote %d lines to %s", count, FLAGS.output_file)
+
+
+if __name__ == "__main__":
+    flags.mark_flag_as_required("input_file")
+    flags.mark_flag_as_required("vocab_file")
+    flags.mark_flag_as_required("bert_config_file")
+    flags.mark_flag_as_required("init_checkpoint")
+    flags.mark_flag_as_required("output_file")
+    cli.run(main)
