@@ -1,0 +1,590 @@
+# coding=utf-8
+"""BERT tokenization: the original `tokenization.py`, token for token.
+
+Port of google-research/bert `tokenization.py` as shipped in PyPI
+`bert-tensorflow==1.0.4` ("pip"). Pure Python: no TensorFlow import unless the
+vocab path is a remote URL (`gs://...`), which is read with `tf.io.gfile`.
+
+Pipeline (same steps, same order as the original):
+
+  FullTokenizer.tokenize(text)
+    BasicTokenizer.tokenize(text)
+      1. convert_to_unicode         bytes -> str (utf-8, invalid bytes dropped)
+      2. _clean_text                drop NUL, U+FFFD and Cc/Cf controls (except
+                                    \\t \\n \\r); map \\t \\n \\r and Zs to " "
+      3. _tokenize_chinese_chars    put spaces around every `_CJK_RANGES` char
+      4. whitespace_tokenize        str.split() (all Unicode whitespace)
+      5. (do_lower_case only)       str.lower(), then _run_strip_accents:
+                                    NFD and drop every Mn character
+      6. _run_split_on_punc         every `_is_punctuation` char is a token
+      7. whitespace_tokenize        of the pieces joined by " "
+    WordpieceTokenizer            greedy longest-match-first per word; a word
+                                  longer than 200 characters, or one with an
+                                  unmatchable rest, is a single "[UNK]"
+
+Speed. The original classifies every character with a Python function call.
+Here each per-character step is a `str.translate` over a memo table that is
+filled on first sight of a code point from the very same predicates
+(`_is_control`, `_is_whitespace`, `_is_chinese_char`, `_is_punctuation`,
+category "Mn"), so steps 2-7 run as a handful of C-level string operations on
+the whole text, and WordPiece results are memoised per word. The output is
+identical to the original's (checked exhaustively per code point and on a
+real corpus in tests/test_tokenization.py); see `BasicTokenizer.tokenize` for
+why the fused form is exact.
+
+Moving to a TensorFlow graph. Every rule is a small named predicate over code
+points, and the code-point sets are module-level data (`_CJK_RANGES`,
+`_ASCII_PUNCTUATION_RANGES`), so each step has a string-op counterpart: steps
+2-3 and 6 are regex replacements over these classes, step 5 is lower-casing +
+`tensorflow_text.normalize_utf8(..., "NFD")` + removing `\p{Mn}`, and WordPiece
+is `tensorflow_text.WordpieceTokenizer(unknown_token="[UNK]")` with its byte
+cap raised and the 200-character cap applied separately (tf-text counts bytes).
+Whether TF's lower-casing equals Python's `str.lower()` (e.g. for "İ" and the
+Greek final sigma) is unverified: run the differential tests of
+tests/test_tokenization.py against any graph version. tf-text's own
+`BertTokenizer(lower_case=True)` uses NFKC case folding and is NOT equivalent.
+"""
+
+import collections
+import functools
+import os
+import re
+import unicodedata
+
+from bert_tf.errors import UserError
+
+# Inclusive code-point ranges that `_tokenize_chinese_chars` isolates with
+# spaces: the CJK Unified Ideographs block, Extensions A-E, and the two CJK
+# Compatibility Ideographs blocks. Hangul, Hiragana and Katakana are NOT here
+# (those scripts separate words with spaces).
+_CJK_RANGES = (
+    (0x4E00, 0x9FFF),    # CJK Unified Ideographs
+    (0x3400, 0x4DBF),    # Extension A
+    (0x20000, 0x2A6DF),  # Extension B
+    (0x2A700, 0x2B73F),  # Extension C
+    (0x2B740, 0x2B81F),  # Extension D
+    (0x2B820, 0x2CEAF),  # Extension E
+    (0xF900, 0xFAFF),    # CJK Compatibility Ideographs
+    (0x2F800, 0x2FA1F),  # CJK Compatibility Ideographs Supplement
+)
+
+# Inclusive ranges of ASCII code points that count as punctuation although
+# some (e.g. "$", "^", "`", "+", "<", "=", ">", "|", "~") are not in a Unicode
+# P* category: all printable non-alphanumeric ASCII.
+_ASCII_PUNCTUATION_RANGES = ((33, 47), (58, 64), (91, 96), (123, 126))
+
+# `\t`, `\n`, `\r` are Cc, but the original treats them as whitespace.
+_WHITESPACE_CONTROLS = ("\t", "\n", "\r")
+
+# pip's `preserve_token` regex for `[unusedN]` vocab entries.
+_UNUSED_TOKEN_RE = re.compile("^\\[unused\\d+\\]$")
+
+# Default bound on the per-word WordPiece memo (entries, not bytes).
+_DEFAULT_WORDPIECE_CACHE_SIZE = 1 << 17
+
+# Bound on each per-code-point translate table (see `_CharTable`).
+_MAX_CHAR_TABLE_ENTRIES = 1 << 16
+
+
+# ---------------------------------------------------------------------------
+# Character classes (the original's helpers, same names and semantics)
+# ---------------------------------------------------------------------------
+
+
+def _is_whitespace(char):
+    """Checks whether `char` is a whitespace character (" ", \\t, \\n, \\r, Zs)."""
+    if char == " " or char in _WHITESPACE_CONTROLS:
+        return True
+    return unicodedata.category(char) == "Zs"
+
+
+def _is_control(char):
+    """Checks whether `char` is a control character (Cc or Cf, but not \\t \\n \\r)."""
+    if char in _WHITESPACE_CONTROLS:
+        return False
+    return unicodedata.category(char) in ("Cc", "Cf")
+
+
+def _is_punctuation(char):
+    """Checks whether `char` is punctuation: non-alphanumeric ASCII or a P* category."""
+    cp = ord(char)
+    for first, last in _ASCII_PUNCTUATION_RANGES:
+        if first <= cp <= last:
+            return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _is_chinese_char(cp):
+    """Checks whether code point `cp` (an int) is in one of `_CJK_RANGES`."""
+    for first, last in _CJK_RANGES:
+        if first <= cp <= last:
+            return True
+    return False
+
+
+def _is_nonspacing_mark(char):
+    """Checks whether `char` is in category Mn (what `_run_strip_accents` drops)."""
+    return unicodedata.category(char) == "Mn"
+
+
+# ---------------------------------------------------------------------------
+# Memoised translate tables built from the predicates above
+# ---------------------------------------------------------------------------
+
+
+class _CharTable(dict):
+    """A `str.translate` table filled lazily from `rule(code_point)`.
+
+    `rule` returns None (delete the char), a replacement string, or the code
+    point itself (keep). The table is a pure memo of `rule`, shared by all
+    tokenizers; it never changes what `rule` returns. It holds at most
+    `max_entries` code points (real text uses a few thousand); past that,
+    `rule` is simply called again for code points not yet stored.
+    """
+
+    def __init__(self, rule, max_entries=_MAX_CHAR_TABLE_ENTRIES):
+        super().__init__()
+        self._rule = rule
+        self._max_entries = max_entries
+
+    def __missing__(self, cp):
+        value = self._rule(cp)
+        if len(self) < self._max_entries:
+            self[cp] = value
+        return value
+
+
+def _clean_rule(cp):
+    char = chr(cp)
+    if cp == 0 or cp == 0xFFFD or _is_control(char):
+        return None
+    if _is_whitespace(char):
+        return " "
+    return cp
+
+
+def _chinese_rule(cp):
+    return " %s " % chr(cp) if _is_chinese_char(cp) else cp
+
+
+def _clean_and_chinese_rule(cp):
+    # Step 2 then step 3 of the pipeline, fused: a CJK char is never dropped
+    # or mapped to " " by step 2, so applying both per char is the same as
+    # applying them one after the other.
+    cleaned = _clean_rule(cp)
+    if cleaned == cp:
+        return _chinese_rule(cp)
+    return cleaned
+
+
+def _strip_accents_rule(cp):
+    return None if _is_nonspacing_mark(chr(cp)) else cp
+
+
+def _punctuation_rule(cp):
+    char = chr(cp)
+    return " %s " % char if _is_punctuation(char) else cp
+
+
+_CLEAN_TABLE = _CharTable(_clean_rule)
+_CHINESE_TABLE = _CharTable(_chinese_rule)
+_CLEAN_AND_CHINESE_TABLE = _CharTable(_clean_and_chinese_rule)
+_STRIP_ACCENTS_TABLE = _CharTable(_strip_accents_rule)
+_PUNCTUATION_TABLE = _CharTable(_punctuation_rule)
+
+
+# ---------------------------------------------------------------------------
+# Module-level helpers (the original's API)
+# ---------------------------------------------------------------------------
+
+
+def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
+    """Checks whether the casing config is consistent with the checkpoint name.
+
+    The casing is not stored in bert_config.json, so it is guessed from the
+    directory name of a Google release checkpoint (`.../<model>/bert_model.ckpt`).
+    Other paths (fine-tuned `model.ckpt-N`, `wwm_*`, miniature models) are
+    never checked.
+
+    Raises:
+      UserError: with the original's message, if `do_lower_case` contradicts
+        the model named in `init_checkpoint`.
+    """
+    if not init_checkpoint:
+        return
+    m = re.match("^.*?([A-Za-z0-9_-]+)/bert_model.ckpt", init_checkpoint)
+    if m is None:
+        return
+    model_name = m.group(1)
+
+    lower_models = [
+        "uncased_L-24_H-1024_A-16", "uncased_L-12_H-768_A-12",
+        "multilingual_L-12_H-768_A-12", "chinese_L-12_H-768_A-12"
+    ]
+    cased_models = [
+        "cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16",
+        "multi_cased_L-12_H-768_A-12"
+    ]
+
+    if model_name in lower_models and not do_lower_case:
+        actual_flag, case_name, opposite_flag = "False", "lowercased", "True"
+    elif model_name in cased_models and do_lower_case:
+        actual_flag, case_name, opposite_flag = "True", "cased", "False"
+    else:
+        return
+    # Port note: the original raises a plain ValueError; UserError is a
+    # ValueError subclass, so `except ValueError` still catches it.
+    raise UserError(
+        "You passed in `--do_lower_case=%s` with `--init_checkpoint=%s`. "
+        "However, `%s` seems to be a %s model, so you "
+        "should pass in `--do_lower_case=%s` so that the fine-tuning matches "
+        "how the model was pre-training. If this error is wrong, please "
+        "just comment out this check." % (actual_flag, init_checkpoint,
+                                          model_name, case_name, opposite_flag))
+
+
+def convert_to_unicode(text):
+    """Converts `text` to str, assuming utf-8 bytes; invalid bytes are dropped."""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, bytes):
+        return text.decode("utf-8", "ignore")
+    raise ValueError("Unsupported string type: %s" % (type(text)))
+
+
+def printable_text(text):
+    """Returns `text` as a str suitable for printing or logging."""
+    return convert_to_unicode(text)
+
+
+def _read_vocab_text(vocab_file):
+    """Returns the vocab file's text, with line handling as `tf.gfile.GFile`."""
+    path = os.fspath(vocab_file)
+    try:
+        if "://" in path:
+            import tensorflow as tf  # pylint: disable=g-import-not-at-top
+            try:
+                if not tf.io.gfile.exists(path):
+                    raise UserError("vocab_file %s does not exist" % path)
+                with tf.io.gfile.GFile(path, "rb") as reader:
+                    data = reader.read()
+            except tf.errors.OpError as e:
+                raise UserError("vocab_file %s cannot be read: %s"
+                                % (path, e.message.splitlines()[0]))
+        else:
+            with open(path, "rb") as reader:
+                data = reader.read()
+    except UserError:
+        raise
+    except (OSError, IOError) as e:
+        raise UserError("vocab_file %s cannot be read: %s"
+                        % (path, getattr(e, "strerror", None) or e))
+    # The original reads lines with TF's buffered `readline`, which splits on
+    # "\n" only and silently drops every "\r" byte (so "a\rb" is "ab").
+    data = data.replace(b"\r", b"")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        # Port note: the original raises the bare UnicodeDecodeError.
+        raise UserError("vocab_file %s is not valid utf-8 (line %d)"
+                        % (path, data.count(b"\n", 0, e.start) + 1))
+
+
+def load_vocab(vocab_file):
+    """Loads a vocabulary file (one token per line) into an OrderedDict.
+
+    Each line is `str.strip()`ped (a blank line is the token ""). Ids count the
+    distinct tokens in file order; a repeated line is skipped, so the first
+    occurrence keeps its id.
+
+    Port note: this is pip's (bert-tensorflow 1.0.4) rule. GitHub HEAD gives
+    every line its own id and lets a later duplicate overwrite the earlier
+    one's. The two agree on every vocab without duplicate lines (all released
+    ones).
+
+    Args:
+      vocab_file: path of the vocab file (a local path, or a URL such as
+        gs://... that `tf.io.gfile` can read).
+
+    Returns:
+      collections.OrderedDict mapping token (str) -> id (int).
+
+    Raises:
+      UserError: if the file is missing, unreadable or not utf-8.
+    """
+    lines = _read_vocab_text(vocab_file).split("\n")
+    if lines[-1] == "":
+        # Text after the last "\n" is a line only if it is not empty.
+        lines.pop()
+    vocab = collections.OrderedDict()
+    for line in lines:
+        token = line.strip()
+        if token not in vocab:
+            vocab[token] = len(vocab)
+    return vocab
+
+
+def convert_by_vocab(vocab, items):
+    """Converts a sequence of [tokens|ids] using the vocab.
+
+    Raises:
+      KeyError: naming the first item that is not in `vocab` (as the original,
+        which has no [UNK] fallback at this level).
+    """
+    try:
+        return [vocab[item] for item in items]
+    except KeyError:
+        for item in items:
+            if item not in vocab:
+                # Port note: the original's KeyError carries only the item.
+                raise KeyError("%r is not in the vocabulary" % (item,))
+        raise
+
+
+def convert_tokens_to_ids(vocab, tokens):
+    """Maps tokens (str) to ids (int) with `vocab`; KeyError on an unknown token."""
+    return convert_by_vocab(vocab, tokens)
+
+
+def convert_ids_to_tokens(inv_vocab, ids):
+    """Maps ids (int) to tokens (str) with `inv_vocab`; KeyError on an unknown id."""
+    return convert_by_vocab(inv_vocab, ids)
+
+
+def whitespace_tokenize(text):
+    """Strips and splits `text` on any Unicode whitespace (Python `str.split()`)."""
+    return text.split()
+
+
+def _unused_tokens(vocab, preserve_unused_tokens):
+    """The `[unusedN]` entries of `vocab` that tokenization keeps whole."""
+    if not preserve_unused_tokens:
+        return frozenset()
+    return frozenset(t for t in vocab if _UNUSED_TOKEN_RE.search(t))
+
+
+# ---------------------------------------------------------------------------
+# Tokenizers
+# ---------------------------------------------------------------------------
+
+
+class FullTokenizer(object):
+    """Runs end-to-end tokenization: BasicTokenizer, then WordPiece.
+
+    Attributes:
+      vocab: OrderedDict token -> id (see `load_vocab`).
+      inv_vocab: dict id -> token.
+      basic_tokenizer: the `BasicTokenizer`.
+      wordpiece_tokenizer: the `WordpieceTokenizer`.
+    """
+
+    def __init__(self, vocab_file, do_lower_case=True,
+                 preserve_unused_tokens=False):
+        """Builds the tokenizer.
+
+        Args:
+          vocab_file: vocab file, one token per line.
+          do_lower_case: lower-case and strip accents (uncased models).
+          preserve_unused_tokens: keep `[unusedN]` vocab entries typed in the
+            text as single tokens. Port note: pip reads this from the absl
+            flag `--preserve_unused_tokens`; here it is an argument.
+        """
+        self.vocab = load_vocab(vocab_file)
+        self.inv_vocab = {v: k for k, v in self.vocab.items()}
+        self.preserve_unused_tokens = preserve_unused_tokens
+        self.basic_tokenizer = BasicTokenizer(
+            do_lower_case=do_lower_case, vocab=self.vocab,
+            preserve_unused_tokens=preserve_unused_tokens)
+        self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
+        self._preserved = _unused_tokens(self.vocab, preserve_unused_tokens)
+
+    def tokenize(self, text):
+        """Tokenizes str (or utf-8 bytes) `text` into a list of WordPiece strings."""
+        tokenize_word = self.wordpiece_tokenizer.tokenize_word
+        split_tokens = []
+        if self._preserved:
+            preserved = self._preserved
+            for token in self.basic_tokenizer.tokenize(text):
+                if token in preserved:
+                    split_tokens.append(token)
+                else:
+                    split_tokens.extend(tokenize_word(token))
+        else:
+            for token in self.basic_tokenizer.tokenize(text):
+                split_tokens.extend(tokenize_word(token))
+        return split_tokens
+
+    def convert_tokens_to_ids(self, tokens):
+        return convert_by_vocab(self.vocab, tokens)
+
+    def convert_ids_to_tokens(self, ids):
+        return convert_by_vocab(self.inv_vocab, ids)
+
+
+class BasicTokenizer(object):
+    """Runs basic tokenization (punctuation splitting, lower casing, etc.)."""
+
+    def __init__(self, do_lower_case=True, vocab=(),
+                 preserve_unused_tokens=False):
+        """Constructs a BasicTokenizer.
+
+        Args:
+          do_lower_case: Whether to lower case the input (and strip accents).
+          vocab: A container of tokens; with `preserve_unused_tokens`, its
+            `[unusedN]` entries are not mutated during tokenization.
+          preserve_unused_tokens: see `FullTokenizer`.
+        """
+        self.do_lower_case = do_lower_case
+        self.vocab = vocab
+        self.preserve_unused_tokens = preserve_unused_tokens
+        self._preserved = _unused_tokens(vocab, preserve_unused_tokens)
+
+    def tokenize(self, text):
+        """Tokenizes a piece of text into a list of str tokens.
+
+        Steps 1-7 of the module docstring. After step 3, the per-token steps
+        (lower, strip accents, split on punctuation, re-split) run on the
+        whole text at once; this gives the same tokens because
+          * `str.lower()` only looks across characters for the Greek final
+            sigma, whose context never extends over a whitespace character;
+          * NFD reorders only runs of combining marks, and every separator
+            left after step 2 (" ", U+2028, U+2029) is a starter;
+          * dropping Mn chars and isolating punctuation are per character, and
+            the final `str.split()` splits wherever step 4 did.
+        """
+        text = convert_to_unicode(text)
+        # Steps 2 and 3 (_clean_text, _tokenize_chinese_chars) in one pass.
+        text = text.translate(_CLEAN_AND_CHINESE_TABLE)
+        if self._preserved:
+            tokens = text.split()
+            if any(token in self._preserved for token in tokens):
+                output = []
+                for token in tokens:
+                    if token in self._preserved:
+                        output.append(token)
+                    else:
+                        output.extend(self._lower_and_split(token))
+                return output
+        return self._lower_and_split(text)
+
+    def _lower_and_split(self, text):
+        """Steps 5-7 on cleaned text: [lower + strip accents], punctuation, split."""
+        if self.do_lower_case:
+            text = text.lower()
+            if not text.isascii():
+                text = self._run_strip_accents(text)
+        return text.translate(_PUNCTUATION_TABLE).split()
+
+    def _run_strip_accents(self, text):
+        """Strips accents: NFD, then drop every Mn (nonspacing mark) character."""
+        return unicodedata.normalize("NFD", text).translate(_STRIP_ACCENTS_TABLE)
+
+    def _run_split_on_punc(self, text):
+        """Splits `text` into runs of non-punctuation and single punctuation chars."""
+        output = []
+        start_new_word = True
+        for char in text:
+            if _is_punctuation(char):
+                output.append(char)
+                start_new_word = True
+            else:
+                if start_new_word:
+                    output.append("")
+                start_new_word = False
+                output[-1] += char
+        return output
+
+    def _tokenize_chinese_chars(self, text):
+        """Adds whitespace around any CJK character (see `_CJK_RANGES`)."""
+        return text.translate(_CHINESE_TABLE)
+
+    def _is_chinese_char(self, cp):
+        """Checks whether code point `cp` is a CJK character."""
+        return _is_chinese_char(cp)
+
+    def _clean_text(self, text):
+        """Removes NUL, U+FFFD and control chars; maps whitespace to " "."""
+        return text.translate(_CLEAN_TABLE)
+
+
+class WordpieceTokenizer(object):
+    """Runs WordPiece tokenization (greedy longest-match-first).
+
+    The vocab is read at construction: its longest entry bounds the candidate
+    substrings, and results are memoised per word (at most `cache_size`
+    words, least recently used evicted). Port note: so do not mutate `vocab`
+    after building the tokenizer (the original would see the change).
+    """
+
+    def __init__(self, vocab, unk_token="[UNK]", max_input_chars_per_word=200,
+                 cache_size=_DEFAULT_WORDPIECE_CACHE_SIZE):
+        """Constructs a WordpieceTokenizer.
+
+        Args:
+          vocab: container of str tokens (usually the `load_vocab` dict).
+          unk_token: emitted for a word that cannot be covered by vocab pieces.
+            It need not be in `vocab` (converting it to an id then raises
+            KeyError, as in the original).
+          max_input_chars_per_word: words with more code points are `unk_token`.
+          cache_size: max number of distinct words memoised (0 disables it).
+        """
+        self.vocab = vocab
+        self.unk_token = unk_token
+        self.max_input_chars_per_word = max_input_chars_per_word
+        # A candidate longer than every vocab entry cannot match; skipping it
+        # changes nothing but the running time.
+        self._max_piece_chars = max((len(t) for t in vocab), default=0)
+        if cache_size:
+            self.tokenize_word = functools.lru_cache(maxsize=cache_size)(
+                self._tokenize_word)
+        else:
+            self.tokenize_word = self._tokenize_word
+
+    def tokenize(self, text):
+        """Tokenizes a piece of text into its word pieces.
+
+        For example:
+          input = "unaffable"
+          output = ["un", "##aff", "##able"]
+
+        Args:
+          text: A single token or whitespace separated tokens. This should have
+            already been passed through `BasicTokenizer`.
+
+        Returns:
+          A list of wordpiece tokens.
+        """
+        output_tokens = []
+        for token in whitespace_tokenize(convert_to_unicode(text)):
+            output_tokens.extend(self.tokenize_word(token))
+        return output_tokens
+
+    def _tokenize_word(self, word):
+        """WordPiece pieces (a tuple of str) of one whitespace-free word."""
+        num_chars = len(word)
+        if not num_chars:
+            return ()
+        if num_chars > self.max_input_chars_per_word:
+            return (self.unk_token,)
+        vocab = self.vocab
+        if word in vocab:
+            return (word,)
+        max_piece_chars = self._max_piece_chars
+        pieces = []
+        start = 0
+        while start < num_chars:
+            end = min(num_chars, start + max_piece_chars)
+            while start < end:
+                piece = word[start:end]
+                if start > 0:
+                    piece = "##" + piece
+                if piece in vocab:
+                    break
+                end -= 1
+            else:
+                # No vocab entry covers word[start:...]: the whole word is
+                # unknown, and the pieces found so far are discarded.
+                return (self.unk_token,)
+            pieces.append(piece)
+            start = end
+        return tuple(pieces)
