@@ -1,0 +1,185 @@
+"""Learn a WordPiece `vocab.txt` from a text corpus.
+
+Words are counted with *our* `BasicTokenizer` (the original's rules: clean,
+CJK spacing, lower-case + accent stripping when `do_lower_case`, punctuation
+splitting), so the vocabulary is learned on exactly the words `FullTokenizer`
+will later split into pieces. The pieces are learned by tensorflow-text's
+WordPiece learner (`tensorflow_text.tools.wordpiece_vocab.
+wordpiece_tokenizer_learner_lib.learn`, the algorithm behind
+`bert_vocab_from_dataset`), which is pure Python. `bert_vocab_from_dataset`
+itself is not used because it splits words with tf-text's `BasicTokenizer`,
+whose lower-casing (NFKC case folding) differs from the original's.
+
+The file starts with the reserved tokens [PAD], [UNK], [CLS], [SEP], [MASK]
+(ids 0-4) and then `num_unused_tokens` `[unusedN]` tokens, followed by the
+single characters (sorted) and the learned pieces (most frequent first), as
+the learner orders them. Everything is sorted deterministically, so the same
+corpus and options give the same file.
+"""
+
+import collections
+import os
+import time
+
+from absl import logging
+
+from bert_tf.errors import UserError
+
+RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def reserved_tokens(num_unused_tokens=0):
+    """[PAD], [UNK], [CLS], [SEP], [MASK], then [unused0] ... [unusedN-1]."""
+    return list(RESERVED_TOKENS) + ["[unused%d]" % i for i in range(num_unused_tokens)]
+
+
+def count_words(input_files, do_lower_case=True, max_lines=None):
+    """Counts the words `BasicTokenizer(do_lower_case)` produces on the corpus.
+
+    Lines are read as `create_pretraining_data` reads them; blank lines are
+    skipped. Each " "-separated chunk is tokenized once (the same argument as
+    `CachedTokenizer`).
+
+    Args:
+      input_files: list of str text files.
+      do_lower_case: bool, as for the tokenizer that will use the vocab.
+      max_lines: int or None; read at most this many non-blank lines.
+
+    Returns:
+      A `collections.Counter` word -> count.
+    """
+    from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
+    from bert_tf.data import pretraining_data  # pylint: disable=g-import-not-at-top
+
+    basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
+    chunk_counts = collections.Counter()
+    lines = 0
+    for input_file in input_files:
+        for line in pretraining_data.iter_lines(input_file):
+            line = line.strip()
+            if not line:
+                continue
+            chunk_counts.update(line.split(" "))
+            lines += 1
+            if max_lines is not None and lines >= max_lines:
+                break
+        if max_lines is not None and lines >= max_lines:
+            break
+    counts = collections.Counter()
+    for chunk, n in chunk_counts.items():
+        for word in basic.tokenize(chunk):
+            counts[word] += n
+    return counts
+
+
+def learn_vocab(word_counts, vocab_size, num_unused_tokens=0, lower_thresh=10,
+                upper_thresh=10 ** 7, num_iterations=4, max_token_length=50,
+                max_unique_chars=1000, slack_ratio=0.05, max_input_tokens=5 * 10 ** 6):
+    """Learns WordPiece tokens with tensorflow-text's learner.
+
+    Args:
+      word_counts: mapping word -> count (e.g. from `count_words`).
+      vocab_size: int, the largest vocabulary size (reserved included). The
+        learner aims for [vocab_size * (1 - slack_ratio), vocab_size]; a small
+        corpus can give fewer tokens, and if the learner overshoots, the
+        rarest multi-character pieces are dropped (see `_fit`).
+      num_unused_tokens: int, `[unusedN]` tokens after the five reserved ones.
+      lower_thresh, upper_thresh, num_iterations, max_token_length,
+        max_unique_chars, slack_ratio, max_input_tokens: passed to
+        `wordpiece_tokenizer_learner_lib.learn` (see there).
+
+    Returns:
+      A list of str tokens, the reserved tokens first.
+    """
+    from tensorflow_text.tools.wordpiece_vocab import (  # pylint: disable=g-import-not-at-top
+        wordpiece_tokenizer_learner_lib as learner)
+
+    reserved = reserved_tokens(num_unused_tokens)
+    if vocab_size <= len(reserved):
+        raise UserError("--vocab_size=%d leaves no room beyond the %d reserved tokens"
+                        % (vocab_size, len(reserved)))
+    if not word_counts:
+        raise UserError("the corpus has no words to learn a vocabulary from")
+    # The learner's result depends on the order of its input: sort by count,
+    # then by word, so the same counts always give the same vocabulary.
+    ordered = sorted(word_counts.items(), key=lambda item: (-item[1], item[0]))
+    vocab = learner.learn(
+        ordered, vocab_size, reserved, upper_thresh=upper_thresh,
+        lower_thresh=lower_thresh, num_iterations=num_iterations,
+        max_input_tokens=max_input_tokens, max_token_length=max_token_length,
+        max_unique_chars=max_unique_chars, slack_ratio=slack_ratio,
+        include_joiner_token=True, joiner="##")
+    return _fit(list(vocab), vocab_size, len(reserved))
+
+
+def _fit(vocab, vocab_size, num_reserved):
+    """Drops the rarest multi-character pieces until `len(vocab) <= vocab_size`.
+
+    The learner's binary search can stop above `vocab_size` (on small corpora
+    its count threshold bottoms out). The reserved tokens, every single
+    character and every "##" + character stay, so every word the learner saw
+    can still be split into pieces; the learner lists the other pieces most
+    frequent first, so the last ones go.
+    """
+    if len(vocab) <= vocab_size:
+        return vocab
+    def essential(index, token):
+        return (index < num_reserved or len(token) == 1 or
+                (token.startswith("##") and len(token) == 3))
+    num_essential = sum(1 for i, t in enumerate(vocab) if essential(i, t))
+    if num_essential > vocab_size:
+        raise UserError("--vocab_size=%d is too small: the reserved tokens and the "
+                        "corpus's characters (with their ## forms) already need %d"
+                        % (vocab_size, num_essential))
+    to_drop = len(vocab) - vocab_size
+    keep = [True] * len(vocab)
+    for index in range(len(vocab) - 1, -1, -1):
+        if not to_drop:
+            break
+        if not essential(index, vocab[index]):
+            keep[index] = False
+            to_drop -= 1
+    logging.info("The learner gave %d tokens; dropped the %d rarest pieces to fit "
+                 "--vocab_size=%d", len(vocab), len(vocab) - vocab_size, vocab_size)
+    return [t for t, k in zip(vocab, keep) if k]
+
+
+def write_vocab(tokens, output_file):
+    """Writes one token per line to `output_file`, atomically."""
+    for token in tokens:
+        if not token or token != token.strip() or "\n" in token:
+            raise ValueError("token %r cannot be written to a vocab file" % (token,))
+    tmp = "%s.tmp-%d" % (output_file, os.getpid())
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            for token in tokens:
+                f.write(token + "\n")
+        os.replace(tmp, output_file)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def build_vocab(input_files, output_file, vocab_size=30522, do_lower_case=True,
+                num_unused_tokens=0, max_lines=None, **learn_kwargs):
+    """Counts words, learns a WordPiece vocabulary and writes it.
+
+    Args:
+      input_files: list of str text files (see `count_words`).
+      output_file: str, the vocab.txt to write (atomically).
+      vocab_size, num_unused_tokens, **learn_kwargs: see `learn_vocab`.
+      do_lower_case: bool, see `count_words`.
+      max_lines: int or None, see `count_words`.
+
+    Returns:
+      The list of tokens written.
+    """
+    start = time.perf_counter()
+    counts = count_words(input_files, do_lower_case, max_lines)
+    logging.info("Counted %d distinct words (%d in all) in %.1fs", len(counts),
+                 sum(counts.values()), time.perf_counter() - start)
+    tokens = learn_vocab(counts, vocab_size, num_unused_tokens, **learn_kwargs)
+    write_vocab(tokens, output_file)
+    logging.info("Wrote %d tokens to %s in %.1fs", len(tokens), output_file,
+                 time.perf_counter() - start)
+    return tokens

@@ -1,0 +1,108 @@
+"""bert_tf.data.vocab and tools/build_vocab.py: a WordPiece vocab from a corpus."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bert_tf import tokenization
+from bert_tf.data import pretraining_data as pd
+from bert_tf.data import vocab
+from bert_tf.errors import UserError
+from tests.data import pretraining_testlib as lib
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return lib.write_corpus(str(tmp_path_factory.mktemp("vocab_corpus")))
+
+
+def _lines(paths):
+    return [line.strip() for p in paths for line in pd.iter_lines(p) if line.strip()]
+
+
+def test_vocab_layout_and_no_unknown_words(corpus, tmp_path):
+    files = [corpus["a"], corpus["edge"]]
+    out = str(tmp_path / "vocab.txt")
+    tokens = vocab.build_vocab(files, out, vocab_size=700, num_unused_tokens=4, lower_thresh=2)
+    with open(out, encoding="utf-8") as f:
+        assert f.read().split("\n")[:-1] == tokens
+    assert tokens[:9] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                          "[unused0]", "[unused1]", "[unused2]", "[unused3]"]
+    assert len(tokens) <= 700 and len(tokens) == len(set(tokens))
+    tok = tokenization.FullTokenizer(out, do_lower_case=True)
+    assert list(tok.vocab) == tokens  # no duplicates, ids = line numbers
+    pieces = [t for line in _lines(files) for t in tok.tokenize(line)]
+    assert "[UNK]" not in pieces
+    # The vocab learned real pieces: most words are one token, some are split.
+    assert sum(p.startswith("##") for p in pieces) < 0.2 * len(pieces)
+    assert any(p.startswith("##") for p in pieces)
+    # Lower-cased and accent-stripped like the tokenizer: no upper case, no "é".
+    assert not any(any(c.isupper() for c in t) for t in tokens[9:])
+    assert "\u00e9" not in "".join(tokens) and "caf" in "".join(tokens)
+    assert not [f for f in os.listdir(str(tmp_path)) if "tmp" in f]
+
+
+def test_vocab_is_deterministic_and_cased_vocab_keeps_case(corpus, tmp_path):
+    files = [corpus["a"]]
+    a = vocab.build_vocab(files, str(tmp_path / "a.txt"), vocab_size=500, lower_thresh=2)
+    b = vocab.build_vocab(files, str(tmp_path / "b.txt"), vocab_size=500, lower_thresh=2)
+    assert a == b
+    cased = vocab.build_vocab(files, str(tmp_path / "c.txt"), vocab_size=500, lower_thresh=2,
+                              do_lower_case=False)
+    assert any(any(c.isupper() for c in t) for t in cased)
+    tok = tokenization.FullTokenizer(str(tmp_path / "c.txt"), do_lower_case=False)
+    assert "[UNK]" not in [t for line in _lines(files) for t in tok.tokenize(line)]
+
+
+def test_overshoot_is_cut_to_vocab_size_keeping_characters(corpus, tmp_path):
+    files = [corpus["a"]]
+    counts = vocab.count_words(files)
+    free = vocab.learn_vocab(counts, 10 ** 6, lower_thresh=2)
+    size = len(free) - 40
+    cut = vocab.learn_vocab(counts, size, lower_thresh=2)
+    assert len(cut) <= size
+    out = str(tmp_path / "cut.txt")
+    vocab.write_vocab(cut, out)
+    tok = tokenization.FullTokenizer(out)
+    assert "[UNK]" not in [t for line in _lines(files) for t in tok.tokenize(line)]
+    with pytest.raises(UserError, match="vocab_size=40 is too small"):
+        vocab.learn_vocab(counts, 40, lower_thresh=2)
+    with pytest.raises(UserError, match="no room beyond the 5 reserved"):
+        vocab.learn_vocab(counts, 5)
+
+
+def test_count_words_uses_the_original_basic_tokenizer(corpus):
+    counts = vocab.count_words([corpus["edge"]])
+    basic = tokenization.BasicTokenizer(do_lower_case=True)
+    expected = {}
+    for line in _lines([corpus["edge"]]):
+        for w in basic.tokenize(line):
+            expected[w] = expected.get(w, 0) + 1
+    assert dict(counts) == expected
+    assert counts["hello"] == 1 and counts["\u535a"] == 1 and counts["cafe"] == 1
+
+
+def _tool(*args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, os.path.join(REPO, "tools", "build_vocab.py")]
+                          + list(args), cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_tool_writes_vocab_and_rejects_bad_input(corpus, tmp_path):
+    out = str(tmp_path / "vocab.txt")
+    proc = _tool("--input_file=" + corpus["a"], "--vocab_file=" + out, "--vocab_size=400",
+                 "--lower_thresh=2", "--num_unused_tokens=2")
+    assert proc.returncode == 0, proc.stderr
+    with open(out, encoding="utf-8") as f:
+        tokens = f.read().split("\n")[:-1]
+    assert tokens == vocab.learn_vocab(vocab.count_words([corpus["a"]]), 400,
+                                       num_unused_tokens=2, lower_thresh=2)
+    bad = _tool("--input_file=" + str(tmp_path / "missing*.txt"), "--vocab_file=" + out)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1].startswith("error: --input_file:")
+    assert "Traceback" not in bad.stderr

@@ -1,0 +1,115 @@
+"""tools/create_pretraining_data.py: the original's command line, and bad input."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.data import pretraining_testlib as lib
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(REPO, "tools", "create_pretraining_data.py")
+
+
+def _start(args, cwd=REPO):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.Popen([sys.executable, TOOL] + list(args), cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(proc):
+    out, err = proc.communicate(timeout=300)
+    return proc.returncode, out, err
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("tool_corpus"))
+    paths = lib.write_corpus(d)
+    paths["vocab"] = lib.write_vocab([paths["a"], paths["topics"]], os.path.join(d, "vocab.txt"),
+                                     vocab_size=800)
+    paths["dir"] = d
+    return paths
+
+
+@pytest.mark.original
+def test_tool_is_a_drop_in_for_the_original(corpus, tmp_path):
+    """Same command line (original flag names and bool syntax) -> same records."""
+    outs = {}
+    procs = {}
+    for who in ("ours", "original"):
+        outs[who] = [str(tmp_path / ("%s_%d.tfrecord" % (who, i))) for i in range(2)]
+    flags = ["--input_file=%s,%s" % (corpus["a"], corpus["b_glob"]),
+             "--vocab_file=" + corpus["vocab"], "--do_lower_case=true", "--max_seq_length=48",
+             "--max_predictions_per_seq=7", "--masked_lm_prob=0.15", "--random_seed=99",
+             "--dupe_factor=2", "--short_seq_prob=0.3"]
+    procs["ours"] = _start(flags + ["--output_file=" + ",".join(outs["ours"])])
+    lib.run_original(str(tmp_path),
+                     [("pip", flags + ["--output_file=" + ",".join(outs["original"])])])
+    rc, _, err = _finish(procs["ours"])
+    assert rc == 0, err
+    total = 0
+    for ours, theirs in zip(outs["ours"], outs["original"]):
+        records = lib.read_records(ours)
+        assert records and records == lib.canonical_records(theirs)
+        total += len(records)
+    assert "Wrote %d total instances" % total in err
+    assert sorted(os.listdir(str(tmp_path))) == sorted(
+        [os.path.basename(p) for p in outs["ours"] + outs["original"]] +
+        ["oracle_0.json", "oracle_0.log", "oracle_runs.json"])
+
+
+def test_sharded_mode_from_the_command_line(corpus, tmp_path):
+    results = {}
+    procs = {n: _start(["--input_file=" + corpus["all"], "--vocab_file=" + corpus["vocab"],
+                        "--output_file=%s/w%d.tfrecord" % (tmp_path, n), "--max_seq_length=32",
+                        "--max_predictions_per_seq=5", "--dupe_factor=1",
+                        "--documents_per_shard=50", "--num_workers=%d" % n])
+             for n in (1, 2)}
+    for n, proc in procs.items():
+        rc, _, err = _finish(proc)
+        assert rc == 0, err
+        assert "Sharded mode: 50 documents per shard, %d worker process(es)" % n in err
+        results[n] = lib.read_records("%s/w%d.tfrecord" % (tmp_path, n))
+    assert results[1] and results[1] == results[2]
+
+
+def test_bad_input_one_line_error_no_output(corpus, tmp_path):
+    d = corpus["dir"]
+    empty = os.path.join(d, "empty.txt")
+    with open(empty, "w") as f:
+        f.write("\n   \n")
+    no_cls = os.path.join(d, "vocab_no_cls.txt")
+    with open(corpus["vocab"]) as f:
+        tokens = [t for t in f.read().split("\n") if t and t not in ("[CLS]", "[SEP]")]
+    with open(no_cls, "w") as f:
+        f.write("\n".join(tokens) + "\n")
+    good = ["--input_file=" + corpus["a"], "--vocab_file=" + corpus["vocab"]]
+    cases = {
+        "missing_flag": (["--vocab_file=" + corpus["vocab"]], "error: --input_file is required"),
+        "no_match": (["--input_file=" + os.path.join(d, "nope-*.txt"),
+                      "--vocab_file=" + corpus["vocab"]], "error: --input_file: '"),
+        "empty": (["--input_file=" + empty, "--vocab_file=" + corpus["vocab"]],
+                  "error: input file %s has no text" % empty),
+        "no_cls": (["--input_file=" + corpus["a"], "--vocab_file=" + no_cls],
+                   "error: %s has no [CLS], [SEP] tokens" % no_cls),
+        "no_vocab": (["--input_file=" + corpus["a"], "--vocab_file=" + os.path.join(d, "nv.txt")],
+                     "error: vocab_file %s cannot be read" % os.path.join(d, "nv.txt")),
+        "seq4": (good + ["--max_seq_length=4"], "error: --max_seq_length=4 cannot hold"),
+        "pred0": (good + ["--max_predictions_per_seq=0"],
+                  "error: --max_predictions_per_seq=0 cannot hold"),
+    }
+    procs = {}
+    for name, (args, _) in cases.items():
+        out_dir = tmp_path / name
+        out_dir.mkdir()
+        procs[name] = _start(
+            args + ["--output_file=%s/a.tfrecord,%s/b.tfrecord" % (out_dir, out_dir)])
+    for name, (_, message) in cases.items():
+        rc, out, err = _finish(procs[name])
+        lines = [l for l in err.splitlines() if l.startswith("error:")]
+        assert rc == 2, (name, err)
+        assert len(lines) == 1 and lines[0].startswith(message), (name, err)
+        assert "Traceback" not in err, name
+        assert os.listdir(str(tmp_path / name)) == [], name
