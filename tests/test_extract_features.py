@@ -151,6 +151,20 @@ def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, overrides, ne
     assert not os.listdir(tmp_path)
 
 
+def test_checkpoint_of_another_architecture_is_refused(setup, tmp_path):
+    # The original would silently leave the missing layer at its random
+    # initial values; we stop, naming the variable.
+    config = write_config(tmp_path / "deeper.json",
+                          dict(TINY_CONFIG, num_hidden_layers=3,
+                               vocab_size=len(_corpus_vocab())))
+    output = str(tmp_path / "out.jsonl")
+    proc = _run_tool(*_flags(setup, output, bert_config_file=config))
+    assert proc.returncode == 2
+    assert "error: --init_checkpoint=" in proc.stderr
+    assert "bert/encoder/layer_2/" in proc.stderr and "missing" in proc.stderr
+    assert not os.path.exists(output)
+
+
 def test_layer_indexes_are_checked():
     assert extract_features.parse_layer_indexes("-1,-2,0", 2) == [-1, -2, 0]
     with pytest.raises(UserError):
