@@ -268,11 +268,25 @@ def write_checkpoint(checkpoint_prefix, name_to_value, update_state=True):
         previous = list(state.all_model_checkpoint_paths) if state else []
         previous = [p for p in previous if p != checkpoint_prefix
                     and os.path.basename(p) != os.path.basename(checkpoint_prefix)]
-        tf.compat.v1.train.update_checkpoint_state(
-            directory, os.path.basename(checkpoint_prefix),
-            all_model_checkpoint_paths=[os.path.basename(p) for p in previous]
-            + [os.path.basename(checkpoint_prefix)])
+        write_checkpoint_state(directory, [os.path.basename(p) for p in previous]
+                               + [os.path.basename(checkpoint_prefix)])
     return checkpoint_prefix
+
+
+def write_checkpoint_state(directory, checkpoint_names):
+    """Writes the directory's `checkpoint` file (the last name is the latest), atomically.
+
+    The same text proto `tf.train.Saver` writes, so `tf.train.latest_checkpoint`
+    and the original code find the checkpoints.
+    """
+    from google.protobuf import text_format
+    state = tf.compat.v1.train.generate_checkpoint_state_proto(
+        directory, checkpoint_names[-1], all_model_checkpoint_paths=list(checkpoint_names))
+    path = os.path.join(directory, "checkpoint")
+    tmp = "%s.tmp-%d" % (path, os.getpid())
+    with tf.io.gfile.GFile(tmp, "w") as f:
+        f.write(text_format.MessageToString(state))
+    tf.io.gfile.rename(tmp, path, overwrite=True)
 
 
 def save_checkpoint(target, checkpoint_prefix, optimizer=None, global_step=None,

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# What `make demo` runs: the main job end to end on bundled defaults, from a
+# real English corpus that every Python installation carries
+# (pydoc_data.topics) to features extracted from a model pre-trained on it.
+#
+#   corpus -> vocab.txt -> pre-training TFRecords -> a short pre-training run
+#   (Google-format checkpoint + eval_results.txt) -> extract_features JSON lines
+#
+# Usage: bash tools/demo.sh PYTHON OUTPUT_DIR
+set -euo pipefail
+PY=${1:-python3}
+OUT=${2:-demo_output}
+cd "$(dirname "$0")/.."
+export KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "1/5 corpus: Python's own documentation (pydoc_data.topics), one sentence per line"
+"$PY" -c "from bert_tf.data.demo_corpus import write_pydoc_corpus as w; print('%d documents, %d sentences' % w('$OUT/corpus.txt'))"
+
+step "2/5 vocab.txt: WordPiece learned from the corpus"
+"$PY" tools/build_vocab.py --input_file="$OUT/corpus.txt" --vocab_file="$OUT/vocab.txt" \
+  --vocab_size=2000 --lower_thresh=2
+echo "$(wc -l < "$OUT/vocab.txt") tokens in $OUT/vocab.txt"
+
+step "3/5 create_pretraining_data (the original's flags and output)"
+"$PY" tools/create_pretraining_data.py --input_file="$OUT/corpus.txt" \
+  --output_file="$OUT/tf_examples.tfrecord" --vocab_file="$OUT/vocab.txt" \
+  --do_lower_case=True --max_seq_length=128 --max_predictions_per_seq=20 \
+  --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
+
+step "4/5 run_pretraining: a tiny BERT (2 layers, hidden 128), Google-format checkpoints"
+"$PY" - "$OUT" <<'PYEOF'
+import json, sys
+config = json.load(open("configs/uncased_L-2_H-128_A-2.json"))
+config["vocab_size"] = 2000
+with open(sys.argv[1] + "/bert_config.json", "w") as f:
+    f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
+PYEOF
+"$PY" tools/run_pretraining.py --input_file="$OUT/tf_examples.tfrecord" \
+  --output_dir="$OUT/pretraining_output" --do_train=True --do_eval=True \
+  --bert_config_file="$OUT/bert_config.json" --train_batch_size=32 \
+  --max_seq_length=128 --max_predictions_per_seq=20 --num_train_steps=60 \
+  --num_warmup_steps=10 --learning_rate=1e-3 --save_checkpoints_steps=30 \
+  --iterations_per_loop=10 --max_eval_steps=10
+echo "--- $OUT/pretraining_output/eval_results.txt"
+cat "$OUT/pretraining_output/eval_results.txt"
+
+step "5/5 extract_features from the pre-trained checkpoint"
+cat > "$OUT/input.txt" <<'TXT'
+The for statement is used to iterate over the elements of a sequence.
+Who writes the loop ? ||| The else clause is executed when the loop terminates.
+TXT
+"$PY" tools/extract_features.py --input_file="$OUT/input.txt" \
+  --output_file="$OUT/features.jsonl" --vocab_file="$OUT/vocab.txt" \
+  --bert_config_file="$OUT/bert_config.json" \
+  --init_checkpoint="$OUT/pretraining_output/model.ckpt-60" --layers=-1,-2 \
+  --max_seq_length=64 --batch_size=8
+"$PY" - "$OUT/features.jsonl" <<'PYEOF'
+import json, sys
+for line in open(sys.argv[1]):
+    record = json.loads(line)
+    tokens = [f["token"] for f in record["features"]]
+    first = record["features"][0]["layers"][0]
+    print("line %d: %d tokens: %s" % (record["linex_index"], len(tokens), " ".join(tokens)))
+    print("  [CLS] layer %d: [%s, ...] (%d values)" % (
+        first["index"], ", ".join("%.6f" % v for v in first["values"][:4]), len(first["values"])))
+PYEOF
+printf '\nDemo done: everything is in %s/\n' "$OUT"
