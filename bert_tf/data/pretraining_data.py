@@ -695,26 +695,29 @@ class InstanceGenerator(object):
         mask_id = info.mask_id
         masked = []  # (position, original id)
 
+        def mask(index):
+            # 80% [MASK], 10% keep, 10% a random vocab entry (any of them,
+            # [PAD] and [unused*] included), drawn per token as the original.
+            masked.append((index, tokens[index]))
+            if random_() < 0.8:
+                tokens[index] = mask_id
+            elif random_() < 0.5:
+                pass  # keep the original token
+            else:
+                if inline:  # rng.randint(0, vocab_size - 1), inlined
+                    r = getrandbits(vocab_bits)
+                    while r >= vocab_size:
+                        r = getrandbits(vocab_bits)
+                else:
+                    r = self.rng.randint(0, vocab_size - 1)
+                tokens[index] = vocab_ids[r]
+
         if not self._do_whole_word_mask:
             positions = self._positions
             cand_indexes = positions[1:len_a + 1] + positions[len_a + 2:num_tokens - 1]
             self.shuffle(cand_indexes)
-            chosen = cand_indexes[:num_to_predict]
-            for index in chosen:
-                original = tokens[index]
-                masked.append((index, original))
-                if random_() < 0.8:
-                    tokens[index] = mask_id
-                elif random_() < 0.5:
-                    pass  # keep the original token
-                else:
-                    if inline:
-                        r = getrandbits(vocab_bits)
-                        while r >= vocab_size:
-                            r = getrandbits(vocab_bits)
-                    else:
-                        r = self.rng.randint(0, vocab_size - 1)
-                    tokens[index] = vocab_ids[r]
+            for index in cand_indexes[:num_to_predict]:
+                mask(index)
         else:
             # G:346-406: a "##" piece joins the previous candidate group;
             # [CLS]/[SEP] are skipped without closing the group.
@@ -737,21 +740,8 @@ class InstanceGenerator(object):
                 if count + len(index_set) > num_to_predict:
                     continue
                 for index in index_set:
-                    original = tokens[index]
-                    masked.append((index, original))
+                    mask(index)
                     count += 1
-                    if random_() < 0.8:
-                        tokens[index] = mask_id
-                    elif random_() < 0.5:
-                        pass
-                    else:
-                        if inline:
-                            r = getrandbits(vocab_bits)
-                            while r >= vocab_size:
-                                r = getrandbits(vocab_bits)
-                        else:
-                            r = self.rng.randint(0, vocab_size - 1)
-                        tokens[index] = vocab_ids[r]
 
         masked.sort()
         masked_lm_positions = [m[0] for m in masked]
