@@ -6,6 +6,7 @@ import os
 
 from absl import logging
 
+from bert_tf import activations
 from bert_tf.errors import UserError
 
 # The 11 keys of a released `bert_config.json`, with the original constructor's
@@ -128,7 +129,6 @@ class BertConfig(object):
             raise UserError(
                 "%s: hidden_size (%d) is not a multiple of num_attention_heads (%d)"
                 % (source, self.hidden_size, self.num_attention_heads))
-        from bert_tf import activations  # local: keeps config importable without keras
         try:
             activations.get_activation(self.hidden_act)
         except ValueError:

@@ -12,6 +12,7 @@ import keras
 from keras import ops
 
 from bert_tf import activations
+from bert_tf.config import BertConfig
 from bert_tf.layers.initializers import create_initializer
 from bert_tf.layers.initializers import layer_norm
 
@@ -194,7 +195,6 @@ class BertPretrainingHeads(keras.layers.Layer):
 
     @classmethod
     def from_config(cls, config):
-        from bert_tf.config import BertConfig
         config = dict(config)
         bert_config = BertConfig.from_dict(config.pop("config"))
         return cls(bert_config, name=config.get("name", "cls"))

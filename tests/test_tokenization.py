@@ -23,6 +23,7 @@ import pytest
 
 from bert_tf import tokenization
 from bert_tf.errors import UserError
+from tests.original import code_point_ranges
 from tests.original import run_oracle
 
 # The vocab of the original tokenization_test.py.
@@ -567,26 +568,15 @@ def test_steps_match_original(oracle):
         assert ours == expected, repr(text)
 
 
-def _ranges(predicate):
-    ranges = []
-    for cp in range(sys.maxunicode + 1):
-        if predicate(cp):
-            if ranges and ranges[-1][1] == cp - 1:
-                ranges[-1][1] = cp
-            else:
-                ranges.append([cp, cp])
-    return ranges
-
-
 @pytest.mark.original
 def test_character_classes_match_original(oracle):
     """Every code point is classified as by the original."""
     _, expected = oracle["jobs"]["chars"]
     ours = {
-        "whitespace": _ranges(lambda cp: tokenization._is_whitespace(chr(cp))),
-        "control": _ranges(lambda cp: tokenization._is_control(chr(cp))),
-        "punctuation": _ranges(lambda cp: tokenization._is_punctuation(chr(cp))),
-        "chinese": _ranges(tokenization._is_chinese_char),
+        "whitespace": code_point_ranges(lambda cp: tokenization._is_whitespace(chr(cp))),
+        "control": code_point_ranges(lambda cp: tokenization._is_control(chr(cp))),
+        "punctuation": code_point_ranges(lambda cp: tokenization._is_punctuation(chr(cp))),
+        "chinese": code_point_ranges(tokenization._is_chinese_char),
     }
     for name in expected:
         assert ours[name] == expected[name], name

@@ -30,3 +30,19 @@ def run_oracle(module, *args, timeout=600):
         raise AssertionError("original-code oracle %s failed (exit %d):\n%s"
                              % (module, proc.returncode, proc.stderr[-4000:]))
     return proc.stdout
+
+
+def code_point_ranges(predicate):
+    """`[[first, last], ...]`: the runs of code points for which `predicate(cp)` holds.
+
+    Both sides of the character-class comparison (ours and the oracle's) use
+    it, so the two lists compare directly.
+    """
+    ranges = []
+    for cp in range(sys.maxunicode + 1):
+        if predicate(cp):
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1][1] = cp
+            else:
+                ranges.append([cp, cp])
+    return ranges

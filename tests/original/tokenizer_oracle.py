@@ -45,6 +45,8 @@ import time  # noqa: E402
 from absl import flags  # noqa: E402
 from bert import tokenization  # noqa: E402
 
+from tests.original import code_point_ranges  # noqa: E402
+
 
 _PARTS = ("full", "ids", "basic", "wordpiece")
 
@@ -107,24 +109,13 @@ def run_tokenize(vocab_file, texts_file, do_lower_case, preserve_unused_tokens,
     return result
 
 
-def _ranges(predicate):
-    ranges = []
-    for cp in range(sys.maxunicode + 1):
-        if predicate(cp):
-            if ranges and ranges[-1][1] == cp - 1:
-                ranges[-1][1] = cp
-            else:
-                ranges.append([cp, cp])
-    return ranges
-
-
 def run_chars():
     chinese = tokenization.BasicTokenizer()._is_chinese_char
     return {
-        "whitespace": _ranges(lambda cp: tokenization._is_whitespace(chr(cp))),
-        "control": _ranges(lambda cp: tokenization._is_control(chr(cp))),
-        "punctuation": _ranges(lambda cp: tokenization._is_punctuation(chr(cp))),
-        "chinese": _ranges(chinese),
+        "whitespace": code_point_ranges(lambda cp: tokenization._is_whitespace(chr(cp))),
+        "control": code_point_ranges(lambda cp: tokenization._is_control(chr(cp))),
+        "punctuation": code_point_ranges(lambda cp: tokenization._is_punctuation(chr(cp))),
+        "chinese": code_point_ranges(chinese),
     }
 
 
