@@ -47,9 +47,9 @@ def _ours(args):
     import numpy as np
     import tensorflow as tf
     from bert_tf import distribute
-    from bert_tf import pretraining
     from bert_tf import training
     from bert_tf.config import BertConfig
+    from bert_tf.tasks import PretrainingTask
 
     config = BertConfig.from_json_file(args.bert_config_file)
     rng = np.random.RandomState(0)
@@ -74,7 +74,7 @@ def _ours(args):
     with tempfile.TemporaryDirectory() as output_dir:
         trainer = training.Trainer(
             distribute.get_strategy("off"),
-            pretraining.PretrainingTask(config, s, p), output_dir,
+            PretrainingTask(config, s, p), output_dir,
             mixed_precision=args.mixed_precision, use_xla=args.use_xla)
         build_seconds = time.time() - start
         total = args.warmup_steps + args.steps

@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf import fileio
 from bert_tf.errors import UserError
 
 # Root scopes of the original graphs. A variable path is cut to start at one of them.
@@ -257,7 +258,7 @@ def write_checkpoint(checkpoint_prefix, name_to_value, update_state=True):
     tf.io.gfile.makedirs(directory)
     names = list(name_to_value)
     tensors = [tf.convert_to_tensor(name_to_value[n]) for n in names]
-    tmp_prefix = "%s.tmp-%d" % (checkpoint_prefix, os.getpid())
+    tmp_prefix = fileio.temporary_name(checkpoint_prefix)
     tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names,
                       shape_and_slices=[""] * len(names), tensors=tensors)
     data_suffix = ".data-00000-of-00001"
@@ -282,11 +283,7 @@ def write_checkpoint_state(directory, checkpoint_names):
     from google.protobuf import text_format
     state = tf.compat.v1.train.generate_checkpoint_state_proto(
         directory, checkpoint_names[-1], all_model_checkpoint_paths=list(checkpoint_names))
-    path = os.path.join(directory, "checkpoint")
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        f.write(text_format.MessageToString(state))
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    fileio.write_text(os.path.join(directory, "checkpoint"), text_format.MessageToString(state))
 
 
 def save_checkpoint(target, checkpoint_prefix, optimizer=None, global_step=None,

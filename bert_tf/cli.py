@@ -31,3 +31,106 @@ def run(main):
 def split_comma_list(value):
     """`"a, b,,c"` -> `["a", "b", "c"]` (the original's comma-separated flags)."""
     return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+# ------------------------------------------------------------ shared flags
+#
+# Defined by the tools that call these functions (run_pretraining,
+# run_classifier, run_squad), never at import: the library reads no flags.
+
+
+def define_tpu_flags(flags):
+    """The original's TPU flags, same names, types, defaults and help."""
+    flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
+    flags.DEFINE_string(
+        "tpu_name", None,
+        "The Cloud TPU to use for training. This should be either the name "
+        "used when creating the Cloud TPU, or a grpc://ip.address.of.tpu:8470 "
+        "url.")
+    flags.DEFINE_string(
+        "tpu_zone", None,
+        "[Optional] GCE zone where the Cloud TPU is located in. If not "
+        "specified, we will attempt to automatically detect the GCE project from "
+        "metadata.")
+    flags.DEFINE_string(
+        "gcp_project", None,
+        "[Optional] Project name for the Cloud TPU-enabled project. If not "
+        "specified, we will attempt to automatically detect the GCE project from "
+        "metadata.")
+    flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
+    flags.DEFINE_integer(
+        "num_tpu_cores", 8,
+        "Only used if `use_tpu` is True. Total number of TPU cores to use.")
+
+
+def define_scale_out_flags(flags):
+    """The new flags every training tool shares: strategy, XLA, precision, accumulation."""
+    flags.DEFINE_enum(
+        "distribution_strategy", None,
+        ["off", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+        "tf.distribute strategy. Default: tpu with --use_tpu, mirrored with "
+        "--num_gpus > 1, one_device with --num_gpus=1, else off.")
+    flags.DEFINE_integer("num_gpus", 0, "GPUs per worker (mirrored / one_device).")
+    flags.DEFINE_bool("use_xla", False, "Compile each replica's training step with XLA.")
+    flags.DEFINE_enum("mixed_precision", None, ["bf16", "fp16"],
+                      "Mixed precision: bf16 (TPU, Ampere+ GPUs) or fp16 (with dynamic "
+                      "loss scaling). Variables stay float32; LayerNorm, softmax and the "
+                      "losses run in float32. Default: float32.")
+    flags.DEFINE_integer(
+        "num_accumulation_steps", 1,
+        "Split each replica's share of --train_batch_size into this many "
+        "micro-batches and accumulate their gradients: the same update as the "
+        "whole batch with less memory. --train_batch_size stays the batch of "
+        "one update.")
+    flags.DEFINE_enum("optimizer_type", "adamw", ["adamw", "lamb"],
+                      "adamw: the original AdamWeightDecayOptimizer; lamb: LAMB.")
+    flags.DEFINE_integer("log_steps", 100,
+                         "Log progress (steps/s, examples/s, ETA) and write summaries at "
+                         "least every this many steps.")
+
+
+def strategy_name(flag_values):
+    """The strategy the TPU and scale-out flags ask for (see `define_scale_out_flags`)."""
+    if flag_values.use_tpu:
+        if flag_values.distribution_strategy not in (None, "tpu"):
+            raise UserError("--use_tpu=True contradicts --distribution_strategy=%s"
+                            % flag_values.distribution_strategy)
+        return "tpu"
+    if flag_values.distribution_strategy:
+        return flag_values.distribution_strategy
+    if flag_values.num_gpus > 1:
+        return "mirrored"
+    if flag_values.num_gpus == 1:
+        return "one_device"
+    return "off"
+
+
+def strategy_from_flags(flag_values):
+    """Creates the `tf.distribute.Strategy` the flags name (call it before any TF op)."""
+    from bert_tf import distribute  # pylint: disable=g-import-not-at-top
+    strategy = distribute.get_strategy(
+        strategy_name(flag_values), num_gpus=flag_values.num_gpus,
+        tpu=flag_values.tpu_name or flag_values.master, tpu_zone=flag_values.tpu_zone,
+        gcp_project=flag_values.gcp_project)
+    if flag_values.use_tpu and flag_values.num_tpu_cores != strategy.num_replicas_in_sync:
+        # Port note: TPUStrategy uses every core of the TPU it connects to.
+        logging.warning("--num_tpu_cores=%d is ignored: the TPU has %d cores, all used",
+                        flag_values.num_tpu_cores, strategy.num_replicas_in_sync)
+    return strategy
+
+
+def trainer_from_flags(strategy, task, flag_values):
+    """A `Trainer` with the scale-out flags' precision, XLA and logging settings."""
+    from bert_tf.training import Trainer  # pylint: disable=g-import-not-at-top
+    return Trainer(strategy, task, flag_values.output_dir,
+                   mixed_precision=flag_values.mixed_precision, use_xla=flag_values.use_xla,
+                   log_steps=flag_values.log_steps)
+
+
+def check_config_matches_flags(bert_config, max_seq_length, bert_config_file):
+    """`--max_seq_length` must fit the model's position embeddings (original's ValueError)."""
+    if max_seq_length > bert_config.max_position_embeddings:
+        raise UserError(
+            "Cannot use sequence length %d because the BERT model was only trained up to "
+            "sequence length %d (max_position_embeddings in %s)"
+            % (max_seq_length, bert_config.max_position_embeddings, bert_config_file))

@@ -7,6 +7,7 @@ import os
 from absl import logging
 
 from bert_tf import activations
+from bert_tf import fileio
 from bert_tf.errors import UserError
 
 # The 11 keys of a released `bert_config.json`, with the original constructor's
@@ -144,10 +145,7 @@ class BertConfig(object):
 
     def to_json_file(self, json_file):
         """Writes `to_json_string()` to `json_file` atomically."""
-        tmp = "%s.tmp-%d" % (json_file, os.getpid())
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(self.to_json_string())
-        os.replace(tmp, json_file)
+        fileio.write_text(json_file, self.to_json_string())
 
     def __repr__(self):
         return "BertConfig(%s)" % ", ".join("%s=%r" % (k, getattr(self, k)) for k in CONFIG_KEYS)

@@ -7,7 +7,6 @@ formatting the original JSON lines.
 
 import collections
 import json
-import os
 import re
 import time
 
@@ -15,7 +14,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf import fileio
 from bert_tf import tokenization
+from bert_tf.data import text_features
 from bert_tf.errors import UserError
 
 InputExample = collections.namedtuple("InputExample", ["unique_id", "text_a", "text_b"])
@@ -51,52 +52,28 @@ def read_examples(input_file):
     return examples
 
 
-def truncate_seq_pair(tokens_a, tokens_b, max_length):
-    """Truncates a sequence pair in place, always popping from the longer one (ties: b)."""
-    while len(tokens_a) + len(tokens_b) > max_length:
-        if len(tokens_a) > len(tokens_b):
-            tokens_a.pop()
-        else:
-            tokens_b.pop()
-
-
 def convert_examples_to_features(examples, seq_length, tokenizer, log_examples=5):
     """`InputExample`s -> `InputFeatures`, exactly as the original.
 
     `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, type ids 0 for the first
-    segment and 1 for the second, zero padding to `seq_length`.
+    segment and 1 for the second, zero padding to `seq_length`
+    (`bert_tf.data.text_features.build_pair_features`).
     """
     features = []
     for ex_index, example in enumerate(examples):
         tokens_a = tokenizer.tokenize(example.text_a)
         tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-        if tokens_b:
-            # Account for [CLS], [SEP], [SEP] with "- 3".
-            truncate_seq_pair(tokens_a, tokens_b, seq_length - 3)
-        elif len(tokens_a) > seq_length - 2:
-            # Account for [CLS] and [SEP] with "- 2".
-            tokens_a = tokens_a[0:(seq_length - 2)]
-        tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-        input_type_ids = [0] * len(tokens)
-        if tokens_b:
-            tokens += tokens_b + ["[SEP]"]
-            input_type_ids += [1] * (len(tokens_b) + 1)
-        input_ids = tokenizer.convert_tokens_to_ids(tokens)
-        # The mask has 1 for real tokens and 0 for padding tokens.
-        input_mask = [1] * len(input_ids)
-        padding = seq_length - len(input_ids)
-        input_ids += [0] * padding
-        input_mask += [0] * padding
-        input_type_ids += [0] * padding
+        pair = text_features.build_pair_features(tokens_a, tokens_b, seq_length, tokenizer)
         if ex_index < log_examples:
             logging.info("*** Example ***")
             logging.info("unique_id: %s", example.unique_id)
-            logging.info("tokens: %s", " ".join(tokenization.printable_text(x) for x in tokens))
-            logging.info("input_ids: %s", " ".join(str(x) for x in input_ids))
-            logging.info("input_mask: %s", " ".join(str(x) for x in input_mask))
-            logging.info("input_type_ids: %s", " ".join(str(x) for x in input_type_ids))
-        features.append(InputFeatures(example.unique_id, tokens, input_ids, input_mask,
-                                      input_type_ids))
+            logging.info("tokens: %s", " ".join(tokenization.printable_text(x)
+                                                for x in pair.tokens))
+            logging.info("input_ids: %s", " ".join(str(x) for x in pair.input_ids))
+            logging.info("input_mask: %s", " ".join(str(x) for x in pair.input_mask))
+            logging.info("input_type_ids: %s", " ".join(str(x) for x in pair.segment_ids))
+        features.append(InputFeatures(example.unique_id, pair.tokens, pair.input_ids,
+                                      pair.input_mask, pair.segment_ids))
     return features
 
 
@@ -173,18 +150,9 @@ def feature_to_json(feature, layer_indexes, layer_values):
 
 def write_features_jsonl(model, features, layer_indexes, batch_size, output_file):
     """Writes the original JSON-lines file, atomically (temporary name, then rename)."""
-    directory = os.path.dirname(output_file)
-    if directory:
-        tf.io.gfile.makedirs(directory)
-    tmp = "%s.tmp-%d" % (output_file, os.getpid())
     count = 0
-    try:
-        with open(tmp, "w", encoding="utf-8") as writer:
-            for feature, values in predict_layers(model, features, layer_indexes, batch_size):
-                writer.write(feature_to_json(feature, layer_indexes, values) + "\n")
-                count += 1
-        os.replace(tmp, output_file)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with fileio.atomic_write(output_file, "w") as writer:
+        for feature, values in predict_layers(model, features, layer_indexes, batch_size):
+            writer.write(feature_to_json(feature, layer_indexes, values) + "\n")
+            count += 1
     return count

@@ -198,3 +198,128 @@ class BertPretrainingHeads(keras.layers.Layer):
         config = dict(config)
         bert_config = BertConfig.from_dict(config.pop("config"))
         return cls(bert_config, name=config.get("name", "cls"))
+
+
+# The fine-tuning heads hard-code what the original hard-coded: stddev 0.02
+# (not the config's initializer_range) and, for the classifier, dropout 0.1
+# on the pooled output (not hidden_dropout_prob).
+FINETUNING_INITIALIZER_RANGE = 0.02
+CLASSIFIER_DROPOUT_RATE = 0.1
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class ClassifierHead(keras.layers.Layer):
+    """The classification head (original: `run_classifier.create_model`'s `output_weights`).
+
+    Checkpoint variables (unscoped, as the original's `tf.get_variable` at
+    the root): output_weights [num_labels, hidden_size], output_bias
+    [num_labels]. The layer must be named "classifier" (`bert_tf.checkpoint`
+    maps `classifier/output_*` to the unscoped names).
+
+    Call args:
+      pooled_output: float Tensor [batch_size, hidden_size].
+      training: Python bool; dropout 0.1 on `pooled_output` only when True.
+
+    Returns:
+      float32 logits [batch_size, num_labels] (`tf.nn.bias_add(matmul(x, W^T), b)`).
+    """
+
+    def __init__(self, num_labels, hidden_size=768,
+                 initializer_range=FINETUNING_INITIALIZER_RANGE,
+                 dropout_rate=CLASSIFIER_DROPOUT_RATE, name="classifier", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.num_labels = num_labels
+        self.hidden_size = hidden_size
+        self.initializer_range = initializer_range
+        self.dropout_rate = dropout_rate
+        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.build()
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        self.output_weights = self.add_weight(
+            name="output_weights", shape=(self.num_labels, self.hidden_size),
+            initializer=create_initializer(self.initializer_range))
+        self.output_bias = self.add_weight(name="output_bias", shape=(self.num_labels,),
+                                           initializer="zeros")
+        self.built = True
+
+    def call(self, pooled_output, training=None):
+        x = self.dropout(pooled_output, training=training)
+        logits = ops.matmul(x, ops.transpose(ops.cast(self.output_weights, x.dtype)))
+        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_labels": self.num_labels, "hidden_size": self.hidden_size,
+                       "initializer_range": self.initializer_range,
+                       "dropout_rate": self.dropout_rate})
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class SquadOutput(keras.layers.Layer):
+    """Start/end logits for every position; TF1 scope `cls/squad` (inside `SquadHead`).
+
+    Checkpoint variables: cls/squad/output_weights [2, hidden_size],
+    cls/squad/output_bias [2]. Row 0 is the start, row 1 the end. No dropout
+    and no masking of the question or padding, as the original.
+    """
+
+    def __init__(self, hidden_size=768, initializer_range=FINETUNING_INITIALIZER_RANGE,
+                 name="squad", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.hidden_size = hidden_size
+        self.initializer_range = initializer_range
+        self.build()
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        self.output_weights = self.add_weight(
+            name="output_weights", shape=(2, self.hidden_size),
+            initializer=create_initializer(self.initializer_range))
+        self.output_bias = self.add_weight(name="output_bias", shape=(2,), initializer="zeros")
+        self.built = True
+
+    def call(self, sequence_output):
+        logits = ops.einsum("bsh,nh->bsn", sequence_output,
+                            ops.cast(self.output_weights, sequence_output.dtype))  # [B, S, 2]
+        logits = ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+        return logits[:, :, 0], logits[:, :, 1]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"hidden_size": self.hidden_size,
+                       "initializer_range": self.initializer_range})
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class SquadHead(keras.layers.Layer):
+    """The SQuAD span head under the TF1 root scope `cls` (original: `run_squad.create_model`).
+
+    Call args:
+      sequence_output: float Tensor [batch_size, seq_length, hidden_size].
+
+    Returns:
+      (start_logits, end_logits), float32 [batch_size, seq_length] each.
+    """
+
+    def __init__(self, hidden_size=768, initializer_range=FINETUNING_INITIALIZER_RANGE,
+                 name="cls", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.hidden_size = hidden_size
+        self.initializer_range = initializer_range
+        self.squad = SquadOutput(hidden_size, initializer_range, name="squad")
+        self.built = True
+
+    def call(self, sequence_output):
+        return self.squad(sequence_output)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"hidden_size": self.hidden_size,
+                       "initializer_range": self.initializer_range})
+        return config

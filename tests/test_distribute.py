@@ -29,6 +29,7 @@ import tensorflow as tf
 from bert_tf import checkpoint
 from bert_tf import distribute
 from bert_tf.errors import UserError
+from bert_tf.tasks import PretrainingTask
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Two replicas sum the same float32 terms in another order.
@@ -105,7 +106,7 @@ def _mirrored_child(output_dir):
             ("one_device", distribute.get_strategy("off"), 1),
             ("mirrored_acc2", distribute.get_strategy("mirrored"), 2)):
         trainer = training.Trainer(
-            strategy, pretraining.PretrainingTask(tiny_config(), SEQ_LENGTH, MAX_PREDICTIONS),
+            strategy, PretrainingTask(tiny_config(), SEQ_LENGTH, MAX_PREDICTIONS),
             os.path.join(output_dir, name))
         history = trainer.train(in_memory_dataset_fn(batches), BATCH_SIZE, 3, 1e-3, 1,
                                 init_checkpoint=init, iterations_per_loop=3,

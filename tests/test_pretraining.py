@@ -29,7 +29,9 @@ from bert_tf import distribute
 from bert_tf import pretraining
 from bert_tf import training
 from bert_tf.config import BertConfig
+from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
+from bert_tf.tasks import PretrainingTask
 from tests.tolerances import MODEL_ATOL
 
 SEQ_LENGTH = 16
@@ -168,7 +170,7 @@ def test_pretrainer_has_the_original_variable_names():
 def test_task_loss_on_whole_batch_is_the_original_total_loss_and_splits_exactly():
     config = tiny_config()
     model = pretraining.BertPretrainer(config)
-    task = pretraining.PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS)
+    task = PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS)
     batch = {k: v[0] for k, v in random_batches(1).items()}
     outputs = model(batch, training=False)
     mlm, _, _ = pretraining.get_masked_lm_output(
@@ -206,16 +208,16 @@ def write_records(path, batches):
 def test_check_pretraining_records_names_the_problem(tmp_path):
     config = tiny_config()
     good = write_records(str(tmp_path / "good.tfrecord"), random_batches(1))
-    pretraining.check_pretraining_records([good], config, SEQ_LENGTH)
+    input_pipeline.check_pretraining_records([good], config, SEQ_LENGTH, MAX_PREDICTIONS)
     big = random_batches(1)
     big["input_ids"][0, 0, 0] = 500
     bad = write_records(str(tmp_path / "vocab.tfrecord"), big)
     with pytest.raises(UserError, match=r"vocab\.tfrecord: feature input_ids holds 500, "
                                         r"outside \[0, vocab_size=99\)"):
-        pretraining.check_pretraining_records([bad], config, SEQ_LENGTH)
+        input_pipeline.check_pretraining_records([bad], config, SEQ_LENGTH, MAX_PREDICTIONS)
     with pytest.raises(UserError, match="max_seq_length=128 is longer than "
                                         "max_position_embeddings=64"):
-        pretraining.check_pretraining_records([good], config, 128)
+        input_pipeline.check_pretraining_records([good], config, 128, MAX_PREDICTIONS)
 
 
 # ----------------------------------------------------------------- the original
@@ -229,7 +231,7 @@ LEARNING_RATE = 1e-3
 
 def _train(output_dir, config, batches, init_checkpoint=None, iterations_per_loop=2):
     trainer = training.Trainer(distribute.get_strategy("off"),
-                               pretraining.PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS),
+                               PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS),
                                output_dir)
     history = trainer.train(in_memory_dataset_fn(batches), BATCH_SIZE, NUM_STEPS, LEARNING_RATE,
                             WARMUP, init_checkpoint=init_checkpoint,
@@ -276,7 +278,7 @@ def parity(tmp_path_factory):
     run_oracle("pretraining_oracle", "eval", config_file, os.path.join(ours_dir, "model.ckpt-5"),
                tmp / "eval.npz", tmp / "original_eval.json")
     evaluator = training.Trainer(distribute.get_strategy("off"),
-                                 pretraining.PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS),
+                                 PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS),
                                  ours_dir)
     ours_eval = evaluator.evaluate(in_memory_dataset_fn(eval_batches), BATCH_SIZE, 3)
     with open(tmp / "original_eval.json") as f:

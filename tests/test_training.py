@@ -25,6 +25,7 @@ from bert_tf import pretraining
 from bert_tf import training
 from bert_tf.errors import UserError
 from bert_tf.modeling import BertModel
+from bert_tf.tasks import PretrainingTask
 from tests.test_pretraining import BATCH_SIZE
 from tests.test_pretraining import MAX_PREDICTIONS
 from tests.test_pretraining import SEQ_LENGTH
@@ -40,7 +41,7 @@ SAME_UPDATE_ATOL = 1e-5
 def _trainer(output_dir, config=None, **kwargs):
     config = config or tiny_config()
     return training.Trainer(distribute.get_strategy("off"),
-                            pretraining.PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS),
+                            PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS),
                             str(output_dir), **kwargs)
 
 

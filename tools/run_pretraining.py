@@ -77,64 +77,12 @@ flags.DEFINE_integer("iterations_per_loop", 1000,
                      "How many steps to make in each estimator call (here: in "
                      "each tf.function call, on every device).")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
-flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
-flags.DEFINE_string(
-    "tpu_name", None,
-    "The Cloud TPU to use for training. This should be either the name "
-    "used when creating the Cloud TPU, or a grpc://ip.address.of.tpu:8470 "
-    "url.")
-flags.DEFINE_string(
-    "tpu_zone", None,
-    "[Optional] GCE zone where the Cloud TPU is located in. If not "
-    "specified, we will attempt to automatically detect the GCE project from "
-    "metadata.")
-flags.DEFINE_string(
-    "gcp_project", None,
-    "[Optional] Project name for the Cloud TPU-enabled project. If not "
-    "specified, we will attempt to automatically detect the GCE project from "
-    "metadata.")
-flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
-flags.DEFINE_integer(
-    "num_tpu_cores", 8,
-    "Only used if `use_tpu` is True. Total number of TPU cores to use.")
+cli.define_tpu_flags(flags)
 
 ## New (beyond the original)
-flags.DEFINE_enum(
-    "distribution_strategy", None,
-    ["off", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-    "tf.distribute strategy. Default: tpu with --use_tpu, mirrored with "
-    "--num_gpus > 1, one_device with --num_gpus=1, else off.")
-flags.DEFINE_integer("num_gpus", 0, "GPUs per worker (mirrored / one_device).")
-flags.DEFINE_bool("use_xla", False, "Compile each replica's training step with XLA.")
-flags.DEFINE_enum("mixed_precision", None, ["bf16", "fp16"],
-                  "Mixed precision: bf16 (TPU, Ampere+ GPUs) or fp16 (with dynamic "
-                  "loss scaling). Variables stay float32; LayerNorm, softmax and the "
-                  "losses run in float32. Default: float32.")
-flags.DEFINE_integer(
-    "num_accumulation_steps", 1,
-    "Split each replica's share of --train_batch_size into this many "
-    "micro-batches and accumulate their gradients: the same update as the "
-    "whole batch with less memory. --train_batch_size stays the batch of "
-    "one update.")
-flags.DEFINE_enum("optimizer_type", "adamw", ["adamw", "lamb"],
-                  "adamw: the original AdamWeightDecayOptimizer; lamb: LAMB.")
+cli.define_scale_out_flags(flags)
 
 FLAGS = flags.FLAGS
-
-
-def _strategy_name():
-    if FLAGS.use_tpu:
-        if FLAGS.distribution_strategy not in (None, "tpu"):
-            raise UserError("--use_tpu=True contradicts --distribution_strategy=%s"
-                            % FLAGS.distribution_strategy)
-        return "tpu"
-    if FLAGS.distribution_strategy:
-        return FLAGS.distribution_strategy
-    if FLAGS.num_gpus > 1:
-        return "mirrored"
-    if FLAGS.num_gpus == 1:
-        return "one_device"
-    return "off"
 
 
 def main(argv):
@@ -145,19 +93,11 @@ def main(argv):
 
     # The strategy comes first: MultiWorkerMirroredStrategy must be created
     # before TensorFlow runs any op.
-    from bert_tf import distribute
-    strategy = distribute.get_strategy(
-        _strategy_name(), num_gpus=FLAGS.num_gpus, tpu=FLAGS.tpu_name or FLAGS.master,
-        tpu_zone=FLAGS.tpu_zone, gcp_project=FLAGS.gcp_project)
-
-    if FLAGS.use_tpu and FLAGS.num_tpu_cores != strategy.num_replicas_in_sync:
-        # Port note: TPUStrategy uses every core of the TPU it connects to.
-        logging.warning("--num_tpu_cores=%d is ignored: the TPU has %d cores, all used",
-                        FLAGS.num_tpu_cores, strategy.num_replicas_in_sync)
+    strategy = cli.strategy_from_flags(FLAGS)
 
     import tensorflow as tf
-    from bert_tf import pretraining
     from bert_tf import training
+    from bert_tf.tasks import PretrainingTask
     from bert_tf.config import BertConfig
     from bert_tf.data import input_pipeline
 
@@ -167,14 +107,11 @@ def main(argv):
     logging.info("*** Input Files ***")
     for input_file in input_files:
         logging.info("  %s", input_file)
-    input_pipeline.check_first_records(input_files, FLAGS.max_seq_length,
-                                       FLAGS.max_predictions_per_seq)
-    pretraining.check_pretraining_records(input_files, bert_config, FLAGS.max_seq_length)
+    input_pipeline.check_pretraining_records(input_files, bert_config, FLAGS.max_seq_length,
+                                             FLAGS.max_predictions_per_seq)
 
-    task = pretraining.PretrainingTask(bert_config, FLAGS.max_seq_length,
-                                       FLAGS.max_predictions_per_seq)
-    trainer = training.Trainer(strategy, task, FLAGS.output_dir,
-                               mixed_precision=FLAGS.mixed_precision, use_xla=FLAGS.use_xla)
+    task = PretrainingTask(bert_config, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
+    trainer = cli.trainer_from_flags(strategy, task, FLAGS)
 
     def dataset_fn(batch_size, is_training):
         def fn(input_context):

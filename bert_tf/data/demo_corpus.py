@@ -7,9 +7,9 @@ line between documents. It needs no download, so demos and tests can run
 anywhere.
 """
 
-import os
 import re
 
+from bert_tf import fileio
 from bert_tf.errors import UserError
 
 # A sentence ends at ".", "!" or "?" (optionally followed by a closing quote or
@@ -101,21 +101,15 @@ def write_pydoc_corpus(path, max_docs=None, document_unit="topic", repeat=1):
     if repeat < 1:
         raise UserError("repeat must be >= 1, not %d" % repeat)
     documents = list(pydoc_documents(document_unit, max_docs))
-    tmp_path = "%s.tmp-%d" % (path, os.getpid())
     num_documents = num_sentences = 0
-    try:
-        with open(tmp_path, "w", encoding="utf-8") as f:
-            for r in range(repeat):
-                prefix = "" if r == 0 else "%d " % r
-                for document in documents:
-                    if num_documents:
-                        f.write("\n")
-                    for sentence in document:
-                        f.write(prefix + sentence + "\n")
-                    num_documents += 1
-                    num_sentences += len(document)
-        os.replace(tmp_path, path)
-    finally:
-        if os.path.exists(tmp_path):
-            os.remove(tmp_path)
+    with fileio.atomic_write(path, "w") as f:
+        for r in range(repeat):
+            prefix = "" if r == 0 else "%d " % r
+            for document in documents:
+                if num_documents:
+                    f.write("\n")
+                for sentence in document:
+                    f.write(prefix + sentence + "\n")
+                num_documents += 1
+                num_sentences += len(document)
     return num_documents, num_sentences

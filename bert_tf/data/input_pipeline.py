@@ -22,14 +22,20 @@ Beyond the original, for tf.distribute:
 * the batch is parsed with one vectorized `tf.io.parse_example` (same values
   as the original's per-record parse, fewer ops), and `prefetch(AUTOTUNE)`
   overlaps input with the model step;
-* the first record of every file is checked eagerly, so a file written with
-  another `max_seq_length`/`max_predictions_per_seq`, or without a feature,
-  stops at once with an error that names the file, the feature and both
-  lengths (instead of a parse error deep inside the training loop).
+* the first records of every file are checked eagerly (`check_records`), so
+  a file written with another `max_seq_length`/`max_predictions_per_seq`,
+  without a feature, or with ids the model cannot embed, stops at once with
+  an error that names the file, the feature and both lengths (instead of a
+  parse error deep inside the training loop).
+
+Fine-tuning data (run_classifier, run_squad) goes through the same functions:
+`create_finetuning_dataset` for training and `finite_records_input` for
+evaluation and prediction (every example once, see `FiniteInput`).
 """
 
 import tensorflow as tf
 
+from bert_tf import fileio
 from bert_tf.errors import UserError
 
 # Name -> (dtype, "seq" | "pred" | 1): the original's `name_to_features`.
@@ -56,72 +62,103 @@ def _flag_of(kind):
 
 
 def expand_files(input_files):
-    """Expands a list (or comma-separated str) of files and glob patterns.
-
-    Raises:
-      UserError: an entry matches no file.
-    """
-    if isinstance(input_files, str):
-        input_files = input_files.split(",")
-    files = []
-    for pattern in input_files:
-        pattern = pattern.strip()
-        if not pattern:
-            continue
-        matches = tf.io.gfile.glob(pattern)
-        if not matches:
-            raise UserError("input file %r matches no file" % pattern)
-        files.extend(matches)
-    if not files:
-        raise UserError("no input files given")
-    return files
+    """Expands a list (or comma-separated str) of files and glob patterns (`--input_file`)."""
+    return fileio.expand_files(input_files, flag="input_file")
 
 
-def check_first_records(input_files, max_seq_length, max_predictions_per_seq):
-    """Checks that the first record of each file has the expected features.
+def _first_records(input_file, num_records):
+    try:
+        records = list(tf.data.TFRecordDataset(input_file).take(num_records)
+                       .as_numpy_iterator())
+    except (tf.errors.NotFoundError, tf.errors.PermissionDeniedError) as e:
+        raise UserError("%s cannot be read: %s" % (input_file, e.message)) from None
+    except tf.errors.DataLossError:
+        raise UserError("%s is not a TFRecord file (or is corrupt)" % input_file) from None
+    if not records:
+        raise UserError("%s has no records" % input_file)
+    examples = []
+    for record in records:
+        try:
+            examples.append(tf.train.Example.FromString(record).features.feature)
+        except Exception:  # pylint: disable=broad-except  (protobuf DecodeError)
+            raise UserError("%s: a record is not a tf.train.Example" % input_file) from None
+    return examples
+
+
+def check_records(input_files, features_spec, config=None, id_limits=None, num_records=8,
+                  what="pre-training data from create_pretraining_data"):
+    """Checks the first records of each file against the model before training starts.
+
+    Port note: new. The original did not check: a file written with another
+    `max_seq_length` failed deep inside the training loop, and ids out of
+    range failed on CPU and gave silent garbage or NaNs on GPU/TPU (the
+    original's README: "NaNs when training on GPU or TPU due to unchecked
+    out-of-bounds access").
 
     Args:
-      input_files: list of str TFRecord files.
-      max_seq_length, max_predictions_per_seq: the lengths the model expects.
+      input_files: list of TFRecord paths (already globbed).
+      features_spec: {name: (tf dtype, length, flag or None)}: each feature's
+        kind and length, and the flag that sets the length.
+      config: optional `BertConfig`: `input_ids`/`masked_lm_ids` must be below
+        `vocab_size`, `segment_ids` below `type_vocab_size`.
+      id_limits: optional {name: (limit, flag)} for other bounded features,
+        e.g. {"masked_lm_positions": (128, "--max_seq_length")}.
+      num_records: records checked at the start of each file.
+      what: what the files should be, for the error on a missing feature.
 
     Raises:
-      UserError: naming the file, the feature and both lengths (or the kind)
-        for the first mismatch; also for an empty, unreadable or corrupt file.
+      UserError: one line naming the file, the feature and what is wrong.
     """
-    lengths = {"seq": max_seq_length, "pred": max_predictions_per_seq, 1: 1}
+    limits = dict(id_limits or {})
+    if config is not None:
+        limits.setdefault("input_ids", (config.vocab_size, "vocab_size"))
+        limits.setdefault("masked_lm_ids", (config.vocab_size, "vocab_size"))
+        limits.setdefault("segment_ids", (config.type_vocab_size, "type_vocab_size"))
     for input_file in input_files:
-        try:
-            records = list(tf.data.TFRecordDataset(input_file).take(1).as_numpy_iterator())
-        except (tf.errors.NotFoundError, tf.errors.PermissionDeniedError) as e:
-            raise UserError("%s cannot be read: %s" % (input_file, e.message)) from None
-        except tf.errors.DataLossError:
-            raise UserError("%s is not a TFRecord file (or is corrupt)" % input_file) from None
-        if not records:
-            raise UserError("%s has no records" % input_file)
-        try:
-            example = tf.train.Example.FromString(records[0])
-        except Exception:  # pylint: disable=broad-except  (protobuf DecodeError)
-            raise UserError("%s: the first record is not a tf.train.Example" % input_file) from None
-        feature = example.features.feature
-        for name, dtype, kind in _FEATURES:
-            if name not in feature:
-                raise UserError("%s has no feature %r (is it pre-training data from "
-                                "create_pretraining_data?)" % (input_file, name))
-            f = feature[name]
-            kind_name = f.WhichOneof("kind")
-            expected_kind = "float_list" if dtype == tf.float32 else "int64_list"
-            if kind_name != expected_kind:
-                raise UserError("%s: feature %r is a %s, expected a %s"
-                                % (input_file, name, kind_name, expected_kind))
-            got = len(getattr(f, expected_kind).value)
-            want = lengths[kind]
-            if got != want:
-                flag = _flag_of(kind)
-                raise UserError(
-                    "%s: feature %r has length %d, but %s expects %d%s"
-                    % (input_file, name, got,
-                       "--%s" % flag if flag else "the model", want,
-                       " (the file was written with --%s=%d?)" % (flag, got) if flag else ""))
+        for feature in _first_records(input_file, num_records):
+            for name, (dtype, want, flag) in features_spec.items():
+                if name not in feature:
+                    raise UserError("%s has no feature %r (is it %s?)" % (input_file, name, what))
+                kind = feature[name].WhichOneof("kind")
+                expected_kind = "float_list" if dtype == tf.float32 else "int64_list"
+                if kind != expected_kind:
+                    raise UserError("%s: feature %r is a %s, expected a %s"
+                                    % (input_file, name, kind, expected_kind))
+                values = getattr(feature[name], expected_kind).value
+                if len(values) != want:
+                    raise UserError(
+                        "%s: feature %r has length %d, but %s expects %d%s"
+                        % (input_file, name, len(values),
+                           "--%s" % flag if flag else "the model", want,
+                           " (the file was written with --%s=%d?)" % (flag, len(values))
+                           if flag else ""))
+                if name in limits and values:
+                    limit, limit_name = limits[name]
+                    low, high = min(values), max(values)
+                    if high >= limit or low < 0:
+                        raise UserError(
+                            "%s: feature %s holds %d, outside [0, %s=%d)%s"
+                            % (input_file, name, high if high >= limit else low, limit_name,
+                               limit, " of bert_config_file (data made with another vocab?)"
+                               if not limit_name.startswith("--") else ""))
+
+
+def check_pretraining_records(input_files, config, max_seq_length, max_predictions_per_seq,
+                              num_records=8):
+    """`check_records` for pre-training data, and `max_seq_length` against the model.
+
+    Checks each file's first records: every feature of the original's
+    `name_to_features` with its length, token ids below `vocab_size`, segment
+    ids below `type_vocab_size`, masked positions inside the sequence.
+    """
+    if config is not None and max_seq_length > config.max_position_embeddings:
+        raise UserError(
+            "--max_seq_length=%d is longer than max_position_embeddings=%d of bert_config_file"
+            % (max_seq_length, config.max_position_embeddings))
+    lengths = {"seq": max_seq_length, "pred": max_predictions_per_seq, 1: 1}
+    spec = {name: (dtype, lengths[kind], _flag_of(kind)) for name, dtype, kind in _FEATURES}
+    check_records(input_files, spec, config=config, num_records=num_records,
+                  id_limits={"masked_lm_positions": (max_seq_length, "--max_seq_length")})
 
 
 def decode_batch(serialized, max_seq_length, max_predictions_per_seq):
@@ -163,7 +200,7 @@ def create_pretraining_dataset(input_files, max_seq_length, max_predictions_per_
         and the interleave is deterministic (reproducible runs); without one
         (the default) the interleave is sloppy as in the original.
       check_files: bool, check the first record of each file (see
-        `check_first_records`).
+        `check_pretraining_records`).
 
     Returns:
       A `tf.data.Dataset` of dicts (see `decode_batch`), batches of exactly
@@ -177,7 +214,8 @@ def create_pretraining_dataset(input_files, max_seq_length, max_predictions_per_
     files = expand_files(input_files)
     if check_files:
         # Port note: the original fails inside the training loop instead.
-        check_first_records(files, max_seq_length, max_predictions_per_seq)
+        check_pretraining_records(files, None, max_seq_length, max_predictions_per_seq,
+                                  num_records=1)
     num_pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0
     shard_files = num_pipelines > 1 and len(files) >= num_pipelines
@@ -218,3 +256,52 @@ def create_pretraining_dataset(input_files, max_seq_length, max_predictions_per_
     d = d.map(lambda s: decode_batch(s, max_seq_length, max_predictions_per_seq),
               num_parallel_calls=num_cpu_threads)
     return d.prefetch(tf.data.AUTOTUNE)
+
+
+# ----------------------------------------------------------------- fine-tuning
+
+
+def parse_records(serialized, name_to_features):
+    """Parses serialized Examples with `name_to_features`; int64 -> int32 (original `_decode_record`)."""
+    example = tf.io.parse_example(serialized, name_to_features)
+    return {name: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t
+            for name, t in example.items()}
+
+
+def create_finetuning_dataset(input_file, name_to_features, batch_size, input_context=None,
+                              seed=None):
+    """Training batches of a fine-tuning TFRecord file (original `file_based_input_fn_builder`).
+
+    As the original for training: the records repeat forever, are shuffled in
+    a buffer of 100, and batched with `drop_remainder=True`. Under
+    tf.distribute each input pipeline keeps every num_pipelines-th record.
+
+    Args:
+      input_file: str, e.g. `output_dir/train.tf_record`.
+      name_to_features: the parsing spec (`classifier_data.name_to_features`,
+        `squad_data.name_to_features`).
+      batch_size: int, examples per batch of THIS pipeline.
+      input_context: optional `tf.distribute.InputContext`.
+      seed: optional int for a reproducible shuffle.
+    """
+    d = tf.data.TFRecordDataset(input_file)
+    if input_context and input_context.num_input_pipelines > 1:
+        d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    d = d.repeat().shuffle(buffer_size=100, seed=seed)
+    d = d.batch(batch_size, drop_remainder=True)
+    d = d.map(lambda s: parse_records(s, name_to_features), num_parallel_calls=tf.data.AUTOTUNE)
+    return d.prefetch(tf.data.AUTOTUNE)
+
+
+def finite_records_input(input_file, name_to_features, num_examples, global_batch_size):
+    """A `FiniteInput` over the first `num_examples` records of `input_file`, in order."""
+    from bert_tf.data.finite_input import FiniteInput  # pylint: disable=g-import-not-at-top
+
+    def examples_fn():
+        def parse(serialized):
+            example = tf.io.parse_single_example(serialized, name_to_features)
+            return {name: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t
+                    for name, t in example.items()}
+        return tf.data.TFRecordDataset(input_file).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+
+    return FiniteInput(examples_fn, num_examples, global_batch_size)

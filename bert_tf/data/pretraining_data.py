@@ -64,6 +64,7 @@ import time
 
 from absl import logging
 
+from bert_tf import fileio
 from bert_tf.errors import UserError
 
 # The features in the original's OrderedDict order (used for logging).
@@ -159,39 +160,12 @@ def _warn_decode(decode_stats):
 
 
 def expand_input_patterns(patterns):
-    """Expands comma-separated entries like the original's `tf.gfile.Glob` loop.
+    """`--input_file`'s comma-separated names and globs, as the original's `tf.gfile.Glob` loop.
 
-    Args:
-      patterns: list of str file names or glob patterns (or one comma-separated
-        str).
-
-    Returns:
-      A list of file names, each pattern's matches in `tf.io.gfile.glob` order.
-
-    Raises:
-      UserError: a pattern matches no file (the original skips it silently),
-        or there are no patterns at all.
+    Port note: a pattern that matches no file is an error (the original
+    silently skipped it), as is a directory.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    if isinstance(patterns, str):
-        patterns = patterns.split(",")
-    files = []
-    for pattern in patterns:
-        # The original splits on "," without stripping; an empty entry (as
-        # from a trailing comma) matches nothing, and is skipped here too.
-        if not pattern:
-            continue
-        matches = tf.io.gfile.glob(pattern)
-        if not matches:
-            # Port note: the original silently skips a pattern without a match.
-            raise UserError("--input_file: %r matches no file" % pattern)
-        for name in matches:
-            if tf.io.gfile.isdir(name):
-                raise UserError("--input_file: %r is a directory, not a text file" % name)
-        files.extend(matches)
-    if not files:
-        raise UserError("--input_file: no input files given")
-    return files
+    return fileio.expand_files(patterns, flag="input_file")
 
 
 # --------------------------------------------------------------------------
@@ -844,7 +818,7 @@ class RoundRobinWriter(object):
         # Port note: written under a temporary name and renamed at the end, so
         # a failed or interrupted run leaves no partial output (the original
         # leaves whatever it had written).
-        self._tmp_files = ["%s.tmp-%d" % (f, os.getpid()) for f in self.output_files]
+        self._tmp_files = [fileio.temporary_name(f) for f in self.output_files]
         self._writers = []
         try:
             for f, tmp in zip(self.output_files, self._tmp_files):

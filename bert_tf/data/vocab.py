@@ -18,11 +18,11 @@ corpus and options give the same file.
 """
 
 import collections
-import os
 import time
 
 from absl import logging
 
+from bert_tf import fileio
 from bert_tf.errors import UserError
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -149,15 +149,9 @@ def write_vocab(tokens, output_file):
     for token in tokens:
         if not token or token != token.strip() or "\n" in token:
             raise ValueError("token %r cannot be written to a vocab file" % (token,))
-    tmp = "%s.tmp-%d" % (output_file, os.getpid())
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            for token in tokens:
-                f.write(token + "\n")
-        os.replace(tmp, output_file)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with fileio.atomic_write(output_file, "w", newline="\n") as f:
+        for token in tokens:
+            f.write(token + "\n")
 
 
 def build_vocab(input_files, output_file, vocab_size=30522, do_lower_case=True,

@@ -153,7 +153,7 @@ def _bad_input_cases(files):
     out = str(tmp / "bad")
     return [
         ("missing input", _flags(files, out, input_file=str(tmp / "nope*.tfrecord")),
-         "input file %r matches no file" % str(tmp / "nope*.tfrecord")),
+         "--input_file: %r matches no file" % str(tmp / "nope*.tfrecord")),
         ("records of another max_seq_length",
          _flags(files, out, input_file=str(tmp / "seq16.tfrecord"), max_seq_length=32),
          "feature 'input_ids' has length 16, but --max_seq_length expects 32"),
@@ -229,7 +229,7 @@ def test_cli_prints_error_and_exits_2_without_traceback(files):
         cwd=REPO_ROOT, env=_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
-    assert errors == ["error: input file %r matches no file"
+    assert errors == ["error: --input_file: %r matches no file"
                       % str(files["tmp"] / "missing.tfrecord")]
     assert "Traceback" not in proc.stderr
 

@@ -1,0 +1,33 @@
+"""Mixed precision for the models a trainer builds (new; the original trained in float32)."""
+
+import contextlib
+
+import keras
+
+from bert_tf.errors import UserError
+
+MIXED_PRECISION = {None: None, "": None, "off": None, "fp32": None, "float32": None,
+                   "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+@contextlib.contextmanager
+def dtype_policy(mixed_precision):
+    """Sets Keras's global dtype policy for the models built inside the block.
+
+    Args:
+      mixed_precision: None / "fp32" (float32), "bf16" (mixed_bfloat16) or
+        "fp16" (mixed_float16). Variables stay float32; LayerNorm and the
+        attention softmax compute in float32, and the heads return float32
+        logits (see bert_tf/heads.py for where each head casts).
+    """
+    if mixed_precision not in MIXED_PRECISION:
+        raise UserError("--mixed_precision must be one of bf16|fp16 (or empty), got %r"
+                        % (mixed_precision,))
+    policy = MIXED_PRECISION[mixed_precision]
+    previous = keras.config.dtype_policy()
+    if policy:
+        keras.config.set_dtype_policy(policy)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)

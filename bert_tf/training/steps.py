@@ -1,0 +1,186 @@
+"""The compiled steps and loops behind `Trainer`: train, evaluate, predict.
+
+Each builder returns a `tf.function` that runs under the trainer's
+`tf.distribute.Strategy`. How the loss is split across replicas: the task
+gives per-replica sums (`loss_normalizers`, e.g. the masked-LM weight and the
+number of examples); the train step all-reduces them, so every replica and
+every accumulation micro-batch divides its partial loss by the normalizers of
+the whole global batch. Summed over replicas (Keras all-reduces the gradients
+with SUM) and micro-batches, the gradient is exactly that of the original's
+loss on the global batch; the optimizer then clips it by global norm 1.0 and
+updates.
+"""
+
+import tensorflow as tf
+
+
+def split_micro_batches(features, num_micro_batches):
+    """[B, ...] -> [num_micro_batches, B / num_micro_batches, ...] for every feature."""
+    def split(x):
+        shape = tf.shape(x)
+        new_shape = tf.concat([[num_micro_batches, -1], shape[1:]], axis=0)
+        return tf.reshape(x, new_shape)
+    return tf.nest.map_structure(split, features)
+
+
+def _to_dense(gradient):
+    if gradient is None:
+        return None
+    return tf.convert_to_tensor(gradient)
+
+
+def _accumulated_gradients(compute_gradients, features, normalizers, num_micro_batches,
+                           variables, metric_keys):
+    """Sums the gradients (and losses, metric sums) of the micro-batches of `features`."""
+    micro_batches = split_micro_batches(features, num_micro_batches)
+    # Which variables get a gradient (the others are skipped by the update, as
+    # the original skips None gradients); recorded while the loop body is
+    # traced, which happens once.
+    has_gradient = []
+
+    def body(i, loss_sum, metric_values, accumulated):
+        micro = tf.nest.map_structure(lambda x: tf.gather(x, i), micro_batches)
+        loss, metrics, grads = compute_gradients(micro, normalizers)
+        if not has_gradient:
+            has_gradient.extend(g is not None for g in grads)
+        accumulated = [a if g is None else a + tf.cast(_to_dense(g), a.dtype)
+                       for a, g in zip(accumulated, grads)]
+        metric_values = [v + metrics[k] for v, k in zip(metric_values, metric_keys)]
+        return i + 1, loss_sum + loss, metric_values, accumulated
+
+    _, loss, metric_values, accumulated = tf.while_loop(
+        lambda i, *unused: i < num_micro_batches, body,
+        (tf.constant(0), tf.constant(0.0), [tf.constant(0.0) for _ in metric_keys],
+         [tf.zeros(v.shape, v.dtype) for v in variables]))
+    grads = [a if present else None for a, present in zip(accumulated, has_gradient)]
+    return loss, dict(zip(metric_keys, metric_values)), grads
+
+
+def _poison_on_any_overflow(grads, replica_context):
+    """fp16: makes every replica's gradients NaN if any replica's overflowed.
+
+    Keras's LossScaleOptimizer decides to skip a step from each worker's own
+    gradients; a worker whose gradients overflowed alone would skip the
+    all-reduce the others wait in. Agreeing first keeps them in step.
+    """
+    grads = [_to_dense(g) for g in grads]
+    bad = tf.add_n([tf.reduce_sum(tf.cast(~tf.math.is_finite(g), tf.float32))
+                    for g in grads if g is not None])
+    bad = replica_context.all_reduce(tf.distribute.ReduceOp.SUM, bad)
+    poison = tf.where(bad > 0.0, float("nan"), 1.0)
+    return [None if g is None else g * tf.cast(poison, g.dtype) for g in grads]
+
+
+def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, use_xla=False,
+                             loss_scaling=False):
+    """One replica's training step: loss, gradients, one optimizer update.
+
+    Returns:
+      `fn(features) -> float32 [1 + len(task.metric_sum_keys)]`: this
+      replica's share of the loss, then its metric sums (one vector, so the
+      cross-replica reduction is one collective).
+    """
+    metric_keys = tuple(task.metric_sum_keys)
+
+    def compute_gradients(features, normalizers):
+        variables = model.trainable_variables
+        with tf.GradientTape() as tape:
+            loss, metrics = task.compute_loss(model, features, normalizers, training=True)
+            scaled_loss = optimizer.scale_loss(loss) if loss_scaling else loss
+        return loss, metrics, tape.gradient(scaled_loss, variables)
+
+    if use_xla:
+        compute_gradients = tf.function(compute_gradients, jit_compile=True)
+
+    def replica_step(features):
+        replica_context = tf.distribute.get_replica_context()
+        normalizers = replica_context.all_reduce(
+            tf.distribute.ReduceOp.SUM, task.loss_normalizers(features))
+        if num_accumulation_steps == 1:
+            loss, metrics, grads = compute_gradients(features, normalizers)
+        else:
+            loss, metrics, grads = _accumulated_gradients(
+                compute_gradients, features, normalizers, num_accumulation_steps,
+                model.trainable_variables, metric_keys)
+        if loss_scaling:
+            grads = _poison_on_any_overflow(grads, replica_context)
+        # The optimizer sums the gradients over replicas, clips them by global
+        # norm and updates (global_step += 1).
+        optimizer.apply(grads, model.trainable_variables)
+        return tf.stack([loss] + [metrics[k] for k in metric_keys])
+
+    return replica_step
+
+
+def build_train_loop(strategy, task, replica_step):
+    """`loop(iterator, num_steps) -> (losses [num_steps], metric sums)`, one host call.
+
+    The loop stops early at a non-finite loss (the caller raises).
+    """
+    keys = tuple(task.metric_sum_keys)
+
+    @tf.function
+    def train_loop(iterator, num_steps):
+        losses = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        # Defined before the loop, so autograph traces the step only once.
+        metric_sums = {k: tf.constant(0.0) for k in keys}
+        for i in tf.range(num_steps):
+            per_replica = strategy.run(replica_step, args=(next(iterator),))
+            values = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+            loss = values[0]
+            losses = losses.write(i, loss)
+            metric_sums = {k: metric_sums[k] + values[j + 1] for j, k in enumerate(keys)}
+            if not tf.math.is_finite(loss):
+                break
+        return losses.stack(), metric_sums
+
+    return train_loop
+
+
+def build_eval_loop(strategy, task, model):
+    """`loop(iterator, num_steps) -> sums`: the task's eval sums over `num_steps` batches.
+
+    `sums["batch_loss_sum"]` adds up each global batch's loss
+    (`task.eval_batch_loss`), the Estimator's `loss` metric times the number
+    of batches.
+    """
+    keys = tuple(task.eval_sum_keys)
+
+    def replica_eval_step(features):
+        sums = task.eval_step(model, features)
+        return tf.stack([sums[k] for k in keys])  # one collective per batch
+
+    @tf.function
+    def eval_loop(iterator, num_steps):
+        sums = {k: tf.constant(0.0) for k in keys + ("batch_loss_sum",)}
+        for _ in tf.range(num_steps):
+            per_replica = strategy.run(replica_eval_step, args=(next(iterator),))
+            values = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+            batch = {k: values[j] for j, k in enumerate(keys)}
+            batch["batch_loss_sum"] = task.eval_batch_loss(batch)
+            sums = {k: sums[k] + batch[k] for k in sums}
+        return sums
+
+    return eval_loop
+
+
+def build_predict_step(strategy, task, model, keep_keys=("example_index", "is_real_example")):
+    """`step(iterator) -> {name: Tensor [global_batch, ...]}` for one global batch.
+
+    The task's per-example outputs (`task.predict_step`) plus the features in
+    `keep_keys`, gathered from every replica (and worker) in replica order.
+    """
+
+    def replica_predict_step(features):
+        outputs = dict(task.predict_step(model, features))
+        for key in keep_keys:
+            if key in features:
+                outputs[key] = features[key]
+        return outputs
+
+    @tf.function
+    def predict_step(iterator):
+        per_replica = strategy.run(replica_predict_step, args=(next(iterator),))
+        return tf.nest.map_structure(lambda t: strategy.gather(t, axis=0), per_replica)
+
+    return predict_step

@@ -1,0 +1,426 @@
+"""`Trainer`: train, evaluate and predict one task under a tf.distribute strategy.
+
+The original trained with `TPUEstimator` (gone from TensorFlow 2). `Trainer`
+does what it did for `run_pretraining.py`, `run_classifier.py` and
+`run_squad.py`, under any `tf.distribute.Strategy` (`bert_tf.distribute`):
+
+  * `output_dir/model.ckpt-<global_step>` every `save_checkpoints_steps` and
+    at the end, in Google's format with `adam_m`/`adam_v` and `global_step`,
+    keeping the last `keep_checkpoint_max` (5, the Estimator's default);
+  * a run resumes from the latest checkpoint in `output_dir` (optimizer state
+    and global_step included; `init_checkpoint` is then ignored), otherwise it
+    starts from `init_checkpoint` (every variable the checkpoint shares with
+    the model, logged as the original's "*INIT_FROM_CKPT*" list);
+  * `iterations_per_loop` steps run inside one `tf.function` (a host loop);
+  * `evaluate` runs `max_eval_steps` batches of a repeated dataset, or every
+    example of a `FiniteInput` once, and returns the task's metrics plus
+    `loss` and `global_step`; `predict` returns the task's per-example
+    outputs in input order.
+
+New: mixed precision (`bf16` / `fp16` with dynamic loss scaling), XLA,
+exact gradient accumulation, a NaN/Inf stop, progress logs every `log_steps`
+steps (steps/s, examples/s, ETA) and TensorBoard summaries in `output_dir`
+(train) and `output_dir/eval`.
+
+Example:
+  strategy = bert_tf.distribute.get_strategy("mirrored", num_gpus=8)
+  trainer = Trainer(strategy, PretrainingTask(config, 128, 20), "/tmp/out")
+  trainer.train(dataset_fn, train_batch_size=256, num_train_steps=100000,
+                learning_rate=1e-4, num_warmup_steps=10000)
+  results = trainer.evaluate(eval_dataset_fn, eval_batch_size=64, max_eval_steps=100)
+  write_eval_results(results, "/tmp/out/eval_results.txt")
+"""
+
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from bert_tf import checkpoint as checkpoint_lib
+from bert_tf import distribute
+from bert_tf import optimization
+from bert_tf.data.finite_input import FiniteInput
+from bert_tf.data.finite_input import in_input_order
+from bert_tf.errors import UserError
+from bert_tf.training import output_dir as output_dir_lib
+from bert_tf.training import steps as steps_lib
+from bert_tf.training.precision import dtype_policy
+from bert_tf.training.progress import TrainProgress
+from bert_tf.training.progress import format_duration
+from bert_tf.training.progress import scalar_summary
+
+# fp16 dynamic loss scaling (Keras's LossScaleOptimizer defaults).
+INITIAL_LOSS_SCALE = 2.0 ** 15
+LOSS_SCALE_GROWTH_STEPS = 2000
+# The Estimator logged the loss every 100 steps on CPU/GPU.
+LOG_STEPS = 100
+
+
+class NonFiniteLossError(UserError):
+    """The loss became NaN or infinite; training stopped without saving."""
+
+
+def _check_positive(**values):
+    for flag, value in values.items():
+        if value is None or int(value) <= 0:
+            raise UserError("--%s must be a positive integer, got %r" % (flag, value))
+
+
+class Trainer(object):
+    """Trains, evaluates and predicts with one task's model under a `tf.distribute.Strategy`.
+
+    Args:
+      strategy: a `tf.distribute.Strategy` (`bert_tf.distribute.get_strategy`).
+      task: a `bert_tf.tasks.Task` (it builds the model and says what its
+        loss, eval metrics and predictions are).
+      output_dir: where checkpoints, summaries and results go.
+      mixed_precision: None | "bf16" | "fp16".
+      use_xla: bool; compiles each replica's forward and backward pass with XLA.
+      keep_checkpoint_max: how many `model.ckpt-N` to keep (the Estimator's 5).
+      log_steps: log progress (and write summaries) at least every this many steps.
+
+    The model is built in the constructor (`self.model`).
+    """
+
+    def __init__(self, strategy, task, output_dir, mixed_precision=None, use_xla=False,
+                 keep_checkpoint_max=output_dir_lib.KEEP_CHECKPOINT_MAX, log_steps=LOG_STEPS):
+        _check_positive(log_steps=log_steps)
+        self.strategy = strategy
+        self.task = task
+        self.output_dir = output_dir
+        self.mixed_precision = mixed_precision or None
+        self.use_xla = bool(use_xla)
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self.log_steps = int(log_steps)
+        self.is_chief = distribute.is_chief(strategy)
+        with dtype_policy(mixed_precision), strategy.scope():
+            self.model = task.build_model()
+        self.optimizer = None
+        self.global_step = 0
+        self._restored_from = None
+        self._train_loops = {}
+        self._eval_loop = None
+        self._predict_step = None
+
+    # ------------------------------------------------------------- checkpoints
+
+    @property
+    def base_optimizer(self):
+        """The optimizer with the `adam_m`/`adam_v` slots (inside any loss-scale wrapper)."""
+        optimizer = self.optimizer
+        return getattr(optimizer, "inner_optimizer", optimizer)
+
+    def _create_optimizer(self, learning_rate, num_train_steps, num_warmup_steps,
+                          optimizer_type):
+        with self.strategy.scope():
+            optimizer = optimization.create_optimizer(
+                learning_rate, num_train_steps, num_warmup_steps, optimizer_type=optimizer_type)
+            if self.mixed_precision == "fp16":
+                # Port note: new; float16 needs dynamic loss scaling (bf16 does not).
+                # A step whose gradients overflow is skipped (global_step does not
+                # advance) and the scale halves; the scale is not checkpointed.
+                optimizer = keras.optimizers.LossScaleOptimizer(
+                    optimizer, initial_scale=INITIAL_LOSS_SCALE,
+                    dynamic_growth_steps=LOSS_SCALE_GROWTH_STEPS)
+            optimizer.build(self.model.trainable_variables)
+        self.optimizer = optimizer
+
+    def restore(self, init_checkpoint=None, with_optimizer=True):
+        """Resumes from `output_dir`'s latest checkpoint, else loads `init_checkpoint`.
+
+        Returns:
+          The global step the model is at.
+        """
+        latest = output_dir_lib.latest_checkpoint(self.output_dir)
+        if latest:
+            use_optimizer = with_optimizer and self.optimizer is not None
+            report = checkpoint_lib.load_checkpoint(
+                self.model, latest, strict=True,
+                optimizer=self.base_optimizer if use_optimizer else None, flag="output_dir")
+            step = report.global_step or 0
+            if use_optimizer:
+                self.base_optimizer.iterations.assign(step)
+            logging.info("Resuming from %s (global_step %d)%s", latest, step,
+                         "; --init_checkpoint is ignored, as the original's Estimator did"
+                         if init_checkpoint else "")
+            self.global_step = step
+            self._restored_from = latest
+            return step
+        if init_checkpoint:
+            self._init_from_checkpoint(init_checkpoint)
+            self._restored_from = init_checkpoint
+        self.global_step = 0
+        return 0
+
+    def _init_from_checkpoint(self, init_checkpoint):
+        """The original's `init_from_checkpoint`: every variable the checkpoint shares."""
+        report = checkpoint_lib.load_checkpoint(self.model, init_checkpoint, strict=False)
+        # Port note: the original silently trained from scratch when the
+        # checkpoint shared no variable with the model; that is an error here
+        # (a shape mismatch already is one, in load_checkpoint).
+        if not report.loaded:
+            raise UserError("--init_checkpoint=%s shares no variable with the model "
+                            "(another architecture, or not a BERT checkpoint?)" % init_checkpoint)
+        loaded = set(report.loaded)
+        logging.info("**** Trainable Variables ****")
+        for variable in self.model.trainable_variables:
+            name = checkpoint_lib.tf1_name(variable)
+            logging.info("  name = %s, shape = %s%s", name, tuple(variable.shape),
+                         ", *INIT_FROM_CKPT*" if name in loaded else "")
+
+    def _restore_for_inference(self, init_checkpoint):
+        """Before eval/predict: as the Estimator, the latest checkpoint unless trained here."""
+        if self._restored_from is None and self.optimizer is None:
+            self.restore(init_checkpoint, with_optimizer=False)
+            if self._restored_from is None:
+                logging.warning("Could not find trained model in output_dir %s, running "
+                                "initialization to evaluate.", self.output_dir)
+
+    def save(self, step=None):
+        """Writes `output_dir/model.ckpt-<step>` (chief only) and prunes old ones.
+
+        Returns:
+          The checkpoint prefix, or None on a non-chief worker.
+        """
+        step = self.global_step if step is None else step
+        if not self.is_chief:
+            return None
+        prefix = output_dir_lib.checkpoint_prefix(self.output_dir, step)
+        checkpoint_lib.save_checkpoint(self.model, prefix, optimizer=self.base_optimizer,
+                                       global_step=step)
+        output_dir_lib.prune_checkpoints(self.output_dir, self.keep_checkpoint_max)
+        logging.info("Saved checkpoint for step %d: %s", step, prefix)
+        return prefix
+
+    # ------------------------------------------------------------- training
+
+    def _train_loop(self, num_accumulation_steps):
+        if num_accumulation_steps not in self._train_loops:
+            replica_step = steps_lib.build_replica_train_step(
+                self.task, self.model, self.optimizer, num_accumulation_steps,
+                use_xla=self.use_xla, loss_scaling=self.mixed_precision == "fp16")
+            self._train_loops[num_accumulation_steps] = steps_lib.build_train_loop(
+                self.strategy, self.task, replica_step)
+        return self._train_loops[num_accumulation_steps]
+
+    def _next_chunk(self, step, num_train_steps, iterations_per_loop, save_checkpoints_steps):
+        """Steps in the next host loop: it ends at each save and each log boundary."""
+        def to_next_multiple(every):
+            return (step // every + 1) * every - step
+        return min(iterations_per_loop, to_next_multiple(save_checkpoints_steps),
+                   to_next_multiple(self.log_steps), num_train_steps - step)
+
+    def _check_finite(self, losses, step):
+        bad = np.flatnonzero(~np.isfinite(losses))
+        if bad.size:
+            # Port note: new. The original kept training on a NaN loss; we stop
+            # at once and save nothing, so the newest checkpoint is the last
+            # good one (the loop breaks at the bad step).
+            latest = output_dir_lib.latest_checkpoint(self.output_dir)
+            raise NonFiniteLossError(
+                "the loss is %s at global_step %d; training stopped without saving; the "
+                "last good checkpoint is %s" % (losses[bad[0]], step + int(bad[0]) + 1,
+                                                latest or "none (no checkpoint was written)"))
+
+    def train(self, dataset_fn, train_batch_size, num_train_steps, learning_rate,
+              num_warmup_steps, init_checkpoint=None, save_checkpoints_steps=1000,
+              iterations_per_loop=1000, num_accumulation_steps=1, optimizer_type="adamw"):
+        """Trains until `global_step == num_train_steps`, resuming if it can.
+
+        Args:
+          dataset_fn: `fn(input_context) -> tf.data.Dataset` of per-replica
+            batches (`input_context.get_per_replica_batch_size(train_batch_size)`
+            examples, sharded by `input_context.input_pipeline_id`), repeated.
+          train_batch_size: int, the global batch of one update (the
+            original's "Total batch size for training").
+          num_train_steps: int, the final global_step.
+          learning_rate, num_warmup_steps, optimizer_type: see
+            `bert_tf.optimization.create_optimizer`.
+          init_checkpoint: checkpoint to start from when `output_dir` has none.
+          save_checkpoints_steps: checkpoint every this many steps (and at the end).
+          iterations_per_loop: at most this many steps per `tf.function` call
+            (a loop also ends at each checkpoint and each `log_steps`).
+          num_accumulation_steps: split each replica's batch into this many
+            micro-batches and sum their gradients before one update (the same
+            update as the whole batch, with a fraction of the activation memory).
+
+        Returns:
+          A list of dicts, one per host loop: `step` (global_step after it),
+          `losses` (numpy [steps]), `loss`, `learning_rate`, `steps_per_sec`,
+          `examples_per_sec`, and the task's training metrics.
+
+        Raises:
+          UserError: bad arguments; `NonFiniteLossError` on a NaN/Inf loss
+          (nothing is saved; the last checkpoint stays the last good one).
+        """
+        num_replicas = self.strategy.num_replicas_in_sync
+        _check_positive(num_train_steps=num_train_steps, train_batch_size=train_batch_size,
+                        save_checkpoints_steps=save_checkpoints_steps,
+                        iterations_per_loop=iterations_per_loop,
+                        num_accumulation_steps=num_accumulation_steps)
+        if train_batch_size % (num_replicas * num_accumulation_steps):
+            raise UserError(
+                "--train_batch_size=%d must be divisible by the number of replicas (%d) times "
+                "--num_accumulation_steps (%d)"
+                % (train_batch_size, num_replicas, num_accumulation_steps))
+        if self.optimizer is None:
+            self._create_optimizer(learning_rate, num_train_steps, num_warmup_steps,
+                                   optimizer_type)
+        if self.is_chief:
+            tf.io.gfile.makedirs(self.output_dir)
+            output_dir_lib.remove_stale_temporary_files(self.output_dir)
+        step = self.restore(init_checkpoint, with_optimizer=True)
+        if step >= num_train_steps:
+            logging.info("Skipping training since max_steps has already saved (global_step "
+                         "%d >= num_train_steps %d)", step, num_train_steps)
+            return []
+
+        logging.info("***** Running training *****")
+        logging.info("  Batch size = %d (%d replica(s) x %d micro-batch(es) of %d)",
+                     train_batch_size, num_replicas, num_accumulation_steps,
+                     train_batch_size // (num_replicas * num_accumulation_steps))
+        logging.info("  Num steps = %d (starting at global_step %d)", num_train_steps, step)
+        iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
+        train_loop = self._train_loop(num_accumulation_steps)
+        progress = TrainProgress(self.output_dir if self.is_chief else None, num_train_steps,
+                                 train_batch_size)
+        # The optimizer's schedule, to log the learning rate of each loop's last update.
+        schedule = optimization.WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps)
+        history, first_step, saved_step = [], step, None
+        # Port note: TPUEstimator ran `iterations_per_loop` steps per host call
+        # on TPU only; here every device runs the steps of a host loop inside
+        # one tf.function, and a loop also ends at each multiple of
+        # save_checkpoints_steps (checkpoints land exactly on those steps) and
+        # of log_steps (progress shows at least that often).
+        while step < num_train_steps:
+            chunk = self._next_chunk(step, num_train_steps, iterations_per_loop,
+                                     save_checkpoints_steps)
+            loop_start = time.time()
+            losses, metric_sums = train_loop(iterator, tf.constant(chunk, tf.int32))
+            losses = losses.numpy()
+            self._check_finite(losses, step)
+            new_step = int(self.base_optimizer.iterations.numpy())
+            steps_done, step = new_step - step, new_step
+            self.global_step = step
+            train_metrics = self.task.train_metrics({k: float(v) for k, v in metric_sums.items()})
+            history.append(progress.record(step, losses, time.time() - loop_start,
+                                           float(schedule(max(step - 1, 0))), train_metrics))
+            if steps_done and (step % save_checkpoints_steps == 0 or step >= num_train_steps):
+                self.save(step)
+                saved_step = step
+        if saved_step != step:
+            self.save(step)
+        progress.close()
+        logging.info("Training done: global_step %d, %d steps in %s", step, step - first_step,
+                     format_duration(time.time() - progress.start_time))
+        return history
+
+    # ------------------------------------------------------------- evaluation
+
+    def evaluate(self, data, eval_batch_size, max_eval_steps=None, init_checkpoint=None):
+        """Evaluates the model (the original's `estimator.evaluate`).
+
+        If the model has not been trained or restored in this process, the
+        latest checkpoint in `output_dir` is restored (else `init_checkpoint`,
+        else the initial weights, at global_step 0), as the Estimator did.
+
+        Args:
+          data: a `FiniteInput` (every example once; padding is masked by
+            `is_real_example`), or `fn(input_context)` -> repeated per-replica
+            eval batches, read for `max_eval_steps` batches.
+          eval_batch_size: int, global eval batch.
+          max_eval_steps: int, number of batches (required for a repeated
+            dataset; with a `FiniteInput`, an optional cap).
+          init_checkpoint: used only when `output_dir` holds no checkpoint.
+
+        Returns:
+          dict: the task's metrics, `loss` (the mean over batches of each
+          batch's loss) and `global_step`. Also written as TensorBoard
+          summaries to `output_dir/eval` (chief only).
+        """
+        dataset_fn, num_steps = self._eval_input(data, eval_batch_size, max_eval_steps)
+        self._restore_for_inference(init_checkpoint)
+        logging.info("***** Running evaluation *****")
+        logging.info("  Batch size = %d, steps = %d%s", eval_batch_size, num_steps,
+                     ", examples = %d" % data.num_examples if isinstance(data, FiniteInput)
+                     else "")
+        if self._eval_loop is None:
+            self._eval_loop = steps_lib.build_eval_loop(self.strategy, self.task, self.model)
+        start = time.time()
+        iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
+        sums = self._eval_loop(iterator, tf.constant(num_steps, tf.int32))
+        sums = {k: float(v) for k, v in sums.items()}
+        results = self.task.eval_results(sums, num_steps)
+        if self.task.needs_eval_predictions:
+            if not isinstance(data, FiniteInput):
+                raise TypeError("task %s evaluates from predictions: pass a FiniteInput"
+                                % self.task.name)
+            results.update(self.task.eval_results_from_predictions(self.predict(data)))
+        results["global_step"] = int(self.global_step)
+        elapsed = max(time.time() - start, 1e-9)
+        logging.info("Evaluation done: %d batches in %s (%.1f examples/s)", num_steps,
+                     format_duration(elapsed), num_steps * eval_batch_size / elapsed)
+        if self.is_chief:
+            writer = tf.summary.create_file_writer(tf.io.gfile.join(self.output_dir, "eval"))
+            with writer.as_default(step=results["global_step"]):
+                for key, value in results.items():
+                    if key != "global_step":
+                        scalar_summary(key, value)
+            writer.close()
+        return results
+
+    def _eval_input(self, data, batch_size, max_eval_steps):
+        if batch_size is None or batch_size < 1 or batch_size % self.strategy.num_replicas_in_sync:
+            raise UserError("--eval_batch_size=%r must be a positive multiple of the number of "
+                            "replicas (%d)" % (batch_size, self.strategy.num_replicas_in_sync))
+        if isinstance(data, FiniteInput):
+            num_steps = data.num_steps
+            if max_eval_steps:
+                num_steps = min(num_steps, int(max_eval_steps))
+            return data.dataset_fn, num_steps
+        _check_positive(max_eval_steps=max_eval_steps)
+        return data, int(max_eval_steps)
+
+    # ------------------------------------------------------------- prediction
+
+    def predict(self, data, init_checkpoint=None):
+        """Runs the task's `predict_step` on every example of `data` once.
+
+        Args:
+          data: a `FiniteInput` (its global batch is `--predict_batch_size`).
+          init_checkpoint: used only when `output_dir` holds no checkpoint and
+            the model was not trained in this process.
+
+        Returns:
+          dict of numpy arrays [num_examples, ...] in input order (padding dropped).
+        """
+        if not isinstance(data, FiniteInput):
+            raise TypeError("Trainer.predict takes a FiniteInput, got %r" % (data,))
+        num_replicas = self.strategy.num_replicas_in_sync
+        if data.global_batch_size % num_replicas:
+            raise UserError("--predict_batch_size=%d must be a multiple of the number of "
+                            "replicas (%d)" % (data.global_batch_size, num_replicas))
+        self._restore_for_inference(init_checkpoint)
+        logging.info("***** Running prediction *****")
+        logging.info("  Num examples = %d, batch size = %d, steps = %d", data.num_examples,
+                     data.global_batch_size, data.num_steps)
+        if self._predict_step is None:
+            self._predict_step = steps_lib.build_predict_step(self.strategy, self.task,
+                                                              self.model)
+        iterator = iter(self.strategy.distribute_datasets_from_function(data.dataset_fn))
+        rows = []
+        start = time.time()
+        for step in range(data.num_steps):
+            rows.append({k: v.numpy() for k, v in self._predict_step(iterator).items()})
+            done = min((step + 1) * data.global_batch_size, data.num_examples)
+            if (step + 1) % self.log_steps == 0 or step + 1 == data.num_steps:
+                rate = done / max(time.time() - start, 1e-9)
+                logging.info("predict: %d/%d examples, %.1f examples/s, ETA %s", done,
+                             data.num_examples, rate,
+                             format_duration((data.num_examples - done) / max(rate, 1e-9)))
+        if not rows:
+            return {}
+        outputs = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
+        return in_input_order(outputs, data.num_examples)
