@@ -201,6 +201,13 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
 
     slot_assignments = []
     if optimizer is not None:
+        # The original's AdamWeightDecayOptimizer makes slots only for the
+        # variables that get a gradient (run_squad's loss never reaches the
+        # pooler): in a checkpoint that holds slots, a missing one stays at
+        # its initial zeros, as the original's would. A checkpoint without any
+        # slot cannot resume a run.
+        has_slots = any(n.endswith(OPTIMIZER_SLOT_SUFFIXES) for n in ckpt_shapes)
+        zero_slots = []
         for name, variable in model_vars.items():
             slots = optimizer.get_slot_variables(variable) if variable.trainable else None
             if not slots:
@@ -208,9 +215,17 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
             for slot_name, slot in slots.items():
                 key = "%s/%s" % (name, slot_name)
                 if key not in ckpt_shapes:
-                    raise UserError("--%s=%s: optimizer slot %s is missing from the checkpoint"
-                                    % (flag, checkpoint_path, key))
+                    if not has_slots:
+                        raise UserError("--%s=%s: optimizer slot %s is missing from the "
+                                        "checkpoint (it holds no optimizer state)"
+                                        % (flag, checkpoint_path, key))
+                    zero_slots.append(key)
+                    continue
                 slot_assignments.append((key, slot))
+        if zero_slots:
+            logging.info("%d optimizer slot(s) not in %s start at zero (variables the original "
+                         "updated without a gradient): %s", len(zero_slots), checkpoint_path,
+                         _summarize(zero_slots))
         restored = set(k for k, _ in slot_assignments)
         skipped_optimizer = [n for n in skipped_optimizer if n not in restored and n != GLOBAL_STEP]
 

@@ -272,7 +272,6 @@ class SquadOutput(keras.layers.Layer):
         super().__init__(name=name, **kwargs)
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
-        self.build()
 
     def build(self, input_shape=None):
         if self.built:
@@ -313,6 +312,14 @@ class SquadHead(keras.layers.Layer):
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
         self.squad = SquadOutput(hidden_size, initializer_range, name="squad")
+        # Built here (inside this layer's `cls` scope), so the variables are
+        # cls/squad/* and exist before the first call.
+        self.build()
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        self.squad.build()
         self.built = True
 
     def call(self, sequence_output):

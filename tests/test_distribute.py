@@ -92,7 +92,6 @@ def test_is_chief_follows_tf_conventions():
 
 def _mirrored_child(output_dir):
     """Runs in the child: 1 device vs 2 replicas with 2 accumulation micro-batches each."""
-    from bert_tf import pretraining
     from bert_tf import training
     from tests.test_pretraining import BATCH_SIZE, MAX_PREDICTIONS, SEQ_LENGTH
     from tests.test_pretraining import in_memory_dataset_fn, random_batches, tiny_config

@@ -21,7 +21,6 @@ from absl import logging as absl_logging
 
 from bert_tf import checkpoint
 from bert_tf import distribute
-from bert_tf import pretraining
 from bert_tf import training
 from bert_tf.errors import UserError
 from bert_tf.modeling import BertModel

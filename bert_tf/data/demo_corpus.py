@@ -113,3 +113,140 @@ def write_pydoc_corpus(path, max_docs=None, document_unit="topic", repeat=1):
                 num_documents += 1
                 num_sentences += len(document)
     return num_documents, num_sentences
+
+
+# Split sizes of the demo sentence-pair task (examples per file).
+PAIR_TASK_SIZES = (("train.tsv", 2400), ("dev.tsv", 400), ("test.tsv", 400))
+
+
+def _perturb(sentence, rng, drop=0.25):
+    """A near copy of `sentence`: about `drop` of its words deleted, two neighbours swapped."""
+    words = sentence.split()
+    kept = [w for w in words if rng.random() >= drop] or words[:1]
+    if len(kept) > 2:
+        i = rng.randrange(len(kept) - 1)
+        kept[i], kept[i + 1] = kept[i + 1], kept[i]
+    return " ".join(kept)
+
+
+def write_sentence_pair_task(data_dir, sizes=PAIR_TASK_SIZES, seed=12345, max_words=40):
+    """Writes a small real-text paraphrase task in MRPC's TSV layout.
+
+    "Is sentence 2 a rewording of sentence 1?": label 1 when sentence 2 is
+    sentence 1 with about a quarter of its words deleted and two neighbouring
+    words swapped, 0 when it is another sentence of the same help topic of
+    the pydoc corpus (similar words, other meaning), half and half. The files
+    have MRPC's columns (`Quality`, `#1 ID`, `#2 ID`, `#1 String`,
+    `#2 String`), so `run_classifier.py --task_name=MRPC --data_dir=<data_dir>`
+    reads them unchanged. Topics are split between the files (no topic is in
+    two), so dev and test measure what a model learned, not what it memorized.
+
+    Args:
+      data_dir: the directory for train.tsv, dev.tsv and test.tsv.
+      sizes: ((file name, number of examples), ...).
+      seed: int; the same seed writes the same files.
+      max_words: sentences longer than this many words are left out.
+
+    Returns:
+      {file name: number of examples}.
+    """
+    import random  # pylint: disable=g-import-not-at-top
+    rng = random.Random(seed)
+    topics = []
+    for document in pydoc_documents("topic"):
+        sentences = [s for s in document if 4 <= len(s.split()) <= max_words]
+        if len(sentences) >= 4:
+            topics.append(sentences)
+    rng.shuffle(topics)
+    total = sum(n for _, n in sizes)
+    counts = {}
+    start = 0
+    for index, (name, size) in enumerate(sizes):
+        # Each file gets a share of the topics in proportion to its size.
+        end = len(topics) if index == len(sizes) - 1 else (
+            start + max(2, int(round(len(topics) * size / float(total)))))
+        own, start = topics[start:end], end
+        rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"]
+        for i in range(size):
+            sentences = own[rng.randrange(len(own))]
+            j = rng.randrange(len(sentences))
+            first = sentences[j]
+            if i % 2 == 0:
+                label, second = 1, _perturb(first, rng)
+            else:
+                k = rng.randrange(len(sentences) - 1)
+                label, second = 0, _perturb(sentences[k + (k >= j)], rng)
+            rows.append("%d\t%d\t%d\t%s\t%s\n" % (label, 2 * i, 2 * i + 1, first, second))
+        fileio.write_text("%s/%s" % (data_dir, name), "".join(rows))
+        counts[name] = size
+    return counts
+
+
+def write_squad_task(path, num_questions=400, seed=12345, version_2_with_negative=False,
+                     first_paragraph=0):
+    """Writes a small real-text reading-comprehension set in SQuAD's JSON layout.
+
+    Each context is a paragraph of the pydoc corpus; each question is one of
+    its sentences with a word replaced by "what" ("The for statement is used
+    to iterate over the elements of what ?"), answered by that word at its
+    character offset. With `version_2_with_negative`, every third question
+    comes from another paragraph and has no answer (`is_impossible`).
+
+    Args:
+      path: the JSON file to write (atomically).
+      num_questions: int, questions in all.
+      seed: int; the same seed writes the same file.
+      version_2_with_negative: bool, SQuAD 2.0 (unanswerable questions).
+      first_paragraph: int, the first paragraph used (so two calls can
+        write a train and a dev set from different text).
+
+    Returns:
+      The number of questions written.
+    """
+    import json  # pylint: disable=g-import-not-at-top
+    import random  # pylint: disable=g-import-not-at-top
+    rng = random.Random(seed)
+    word = re.compile(r"[A-Za-z]{4,}")
+    paragraphs = [p for p in pydoc_documents("paragraph")
+                  if 2 <= len(p) <= 8 and all(len(s.split()) <= 40 for s in p)]
+    paragraphs = paragraphs[first_paragraph:]
+    data, count, index = [], 0, 0
+    while count < num_questions and index < len(paragraphs):
+        sentences = paragraphs[index]
+        index += 1
+        context = " ".join(sentences)
+        qas = []
+        for s_index, sentence in enumerate(sentences):
+            if count + len(qas) >= num_questions:
+                break
+            qid = "q%05d" % (count + len(qas))
+            if version_2_with_negative and (count + len(qas)) % 3 == 2:
+                other = paragraphs[rng.randrange(len(paragraphs))]
+                candidates = [m for s in other for m in word.finditer(s)]
+                if other is sentences or not candidates:
+                    continue
+                match = rng.choice(candidates)
+                source = match.string
+                question = source[:match.start()] + "what" + source[match.end():]
+                qas.append({"id": qid, "question": question, "answers": [],
+                            "is_impossible": True})
+                continue
+            matches = list(word.finditer(sentence))
+            if not matches:
+                continue
+            match = rng.choice(matches)
+            question = sentence[:match.start()] + "what" + sentence[match.end():]
+            start = len(" ".join(sentences[:s_index])) + (1 if s_index else 0) + match.start()
+            assert context[start:start + len(match.group())] == match.group()
+            qa = {"id": qid, "question": question,
+                  "answers": [{"text": match.group(), "answer_start": start}]}
+            if version_2_with_negative:
+                qa["is_impossible"] = False
+            qas.append(qa)
+        if qas:
+            data.append({"title": "pydoc-%d" % index,
+                         "paragraphs": [{"context": context, "qas": qas}]})
+            count += len(qas)
+    dataset = {"version": "v2.0" if version_2_with_negative else "1.1", "data": data}
+    fileio.write_text(path, json.dumps(dataset, indent=1) + "\n")
+    return count
