@@ -125,33 +125,26 @@ def run_classifier(trainer, processor, tokenizer, examples, output_dir, max_seq_
                       num_accumulation_steps=num_accumulation_steps,
                       optimizer_type=optimizer_type)
 
+    def finite_input(name, split_examples, batch_size, title):
+        """Writes `name` and returns a FiniteInput over it, logged as the original logs."""
+        path = write_records(name, split_examples)
+        data = input_pipeline.finite_records_input(path, spec, len(split_examples), batch_size)
+        log_run(title, num_examples="%d (%d actual, %d padding)" % (
+            len(split_examples) + data.num_padding_examples, len(split_examples),
+            data.num_padding_examples), batch_size=batch_size)
+        return data
+
     if "eval" in examples:
-        eval_examples = examples["eval"]
-        eval_file = write_records("eval.tf_record", eval_examples)
-        data = input_pipeline.finite_records_input(eval_file, spec, len(eval_examples),
-                                                   eval_batch_size)
-        log_run("Running evaluation",
-                num_examples="%d (%d actual, %d padding)" % (
-                    len(eval_examples) + data.num_padding_examples, len(eval_examples),
-                    data.num_padding_examples),
-                batch_size=eval_batch_size)
+        data = finite_input("eval.tf_record", examples["eval"], eval_batch_size,
+                            "Running evaluation")
         eval_results = trainer.evaluate(data, eval_batch_size, init_checkpoint=init_checkpoint)
-        if is_regression:
-            eval_results.pop("eval_accuracy", None)
         if trainer.is_chief:
             write_eval_results(eval_results, os.path.join(output_dir, "eval_results.txt"))
         results["eval"] = eval_results
 
     if "predict" in examples:
-        predict_examples = examples["predict"]
-        predict_file = write_records("predict.tf_record", predict_examples)
-        data = input_pipeline.finite_records_input(predict_file, spec, len(predict_examples),
-                                                   predict_batch_size)
-        log_run("Running prediction",
-                num_examples="%d (%d actual, %d padding)" % (
-                    len(predict_examples) + data.num_padding_examples, len(predict_examples),
-                    data.num_padding_examples),
-                batch_size=predict_batch_size)
+        data = finite_input("predict.tf_record", examples["predict"], predict_batch_size,
+                            "Running prediction")
         predictions = trainer.predict(data, init_checkpoint=init_checkpoint)
         if trainer.is_chief:
             path = os.path.join(output_dir, "test_results.tsv")

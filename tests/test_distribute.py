@@ -30,10 +30,9 @@ from bert_tf import checkpoint
 from bert_tf import distribute
 from bert_tf.errors import UserError
 from bert_tf.tasks import PretrainingTask
+from tests.tolerances import REPLICA_ATOL
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Two replicas sum the same float32 terms in another order.
-REPLICA_ATOL = 1e-5
 
 
 # ----------------------------------------------------------------- get_strategy

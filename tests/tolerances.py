@@ -9,3 +9,6 @@ LAYER_ATOL = LAYER_RTOL = 1e-5
 MODEL_ATOL = 1e-5
 # extract_features JSON values (rounded to 6 places) against the original's.
 JSON_ATOL = 1e-4
+# Several replicas (or accumulation micro-batches, or loop shapes) against one
+# device on the same global batch: summation order only.
+REPLICA_ATOL = 1e-5

@@ -5,6 +5,8 @@
 #
 #   corpus -> vocab.txt -> pre-training TFRecords -> a short pre-training run
 #   (Google-format checkpoint + eval_results.txt) -> extract_features JSON lines
+#   -> run_classifier fine-tuning on a sentence-pair task made from the same
+#   text (MRPC's file layout and flags) -> its eval_results.txt
 #
 # Usage: bash tools/demo.sh PYTHON OUTPUT_DIR
 set -euo pipefail
@@ -17,21 +19,21 @@ mkdir -p "$OUT"
 
 step() { printf '\n=== %s\n' "$*"; }
 
-step "1/5 corpus: Python's own documentation (pydoc_data.topics), one sentence per line"
+step "1/6 corpus: Python's own documentation (pydoc_data.topics), one sentence per line"
 "$PY" -c "from bert_tf.data.demo_corpus import write_pydoc_corpus as w; print('%d documents, %d sentences' % w('$OUT/corpus.txt'))"
 
-step "2/5 vocab.txt: WordPiece learned from the corpus"
+step "2/6 vocab.txt: WordPiece learned from the corpus"
 "$PY" tools/build_vocab.py --input_file="$OUT/corpus.txt" --vocab_file="$OUT/vocab.txt" \
   --vocab_size=2000 --lower_thresh=2
 echo "$(wc -l < "$OUT/vocab.txt") tokens in $OUT/vocab.txt"
 
-step "3/5 create_pretraining_data (the original's flags and output)"
+step "3/6 create_pretraining_data (the original's flags and output)"
 "$PY" tools/create_pretraining_data.py --input_file="$OUT/corpus.txt" \
   --output_file="$OUT/tf_examples.tfrecord" --vocab_file="$OUT/vocab.txt" \
   --do_lower_case=True --max_seq_length=128 --max_predictions_per_seq=20 \
   --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
 
-step "4/5 run_pretraining: a tiny BERT (2 layers, hidden 128), Google-format checkpoints"
+step "4/6 run_pretraining: a tiny BERT (2 layers, hidden 128), Google-format checkpoints"
 "$PY" - "$OUT" <<'PYEOF'
 import json, sys
 config = json.load(open("configs/uncased_L-2_H-128_A-2.json"))
@@ -42,13 +44,13 @@ PYEOF
 "$PY" tools/run_pretraining.py --input_file="$OUT/tf_examples.tfrecord" \
   --output_dir="$OUT/pretraining_output" --do_train=True --do_eval=True \
   --bert_config_file="$OUT/bert_config.json" --train_batch_size=32 \
-  --max_seq_length=128 --max_predictions_per_seq=20 --num_train_steps=60 \
-  --num_warmup_steps=10 --learning_rate=1e-3 --save_checkpoints_steps=30 \
-  --iterations_per_loop=10 --max_eval_steps=10
+  --max_seq_length=128 --max_predictions_per_seq=20 --num_train_steps=400 \
+  --num_warmup_steps=40 --learning_rate=2e-4 --save_checkpoints_steps=200 \
+  --iterations_per_loop=100 --max_eval_steps=10
 echo "--- $OUT/pretraining_output/eval_results.txt"
 cat "$OUT/pretraining_output/eval_results.txt"
 
-step "5/5 extract_features from the pre-trained checkpoint"
+step "5/6 extract_features from the pre-trained checkpoint"
 cat > "$OUT/input.txt" <<'TXT'
 The for statement is used to iterate over the elements of a sequence.
 Who writes the loop ? ||| The else clause is executed when the loop terminates.
@@ -56,7 +58,7 @@ TXT
 "$PY" tools/extract_features.py --input_file="$OUT/input.txt" \
   --output_file="$OUT/features.jsonl" --vocab_file="$OUT/vocab.txt" \
   --bert_config_file="$OUT/bert_config.json" \
-  --init_checkpoint="$OUT/pretraining_output/model.ckpt-60" --layers=-1,-2 \
+  --init_checkpoint="$OUT/pretraining_output/model.ckpt-400" --layers=-1,-2 \
   --max_seq_length=64 --batch_size=8
 "$PY" - "$OUT/features.jsonl" <<'PYEOF'
 import json, sys
@@ -68,4 +70,16 @@ for line in open(sys.argv[1]):
     print("  [CLS] layer %d: [%s, ...] (%d values)" % (
         first["index"], ", ".join("%.6f" % v for v in first["values"][:4]), len(first["values"])))
 PYEOF
+step "6/6 run_classifier: fine-tune the pre-trained model on a sentence-pair task (MRPC layout)"
+"$PY" -c "from bert_tf.data.demo_corpus import write_sentence_pair_task as w; print('examples per file:', w('$OUT/pairs'))"
+"$PY" tools/run_classifier.py --task_name=MRPC --do_train=true --do_eval=true \
+  --do_predict=true --data_dir="$OUT/pairs" --vocab_file="$OUT/vocab.txt" \
+  --bert_config_file="$OUT/bert_config.json" \
+  --init_checkpoint="$OUT/pretraining_output/model.ckpt-400" --max_seq_length=64 \
+  --train_batch_size=32 --learning_rate=2e-4 --num_train_epochs=3.0 \
+  --output_dir="$OUT/classifier_output" --log_steps=75
+echo "--- $OUT/classifier_output/eval_results.txt"
+cat "$OUT/classifier_output/eval_results.txt"
+echo "--- $OUT/classifier_output/test_results.tsv: $(wc -l < "$OUT/classifier_output/test_results.tsv") lines, the first:"
+head -1 "$OUT/classifier_output/test_results.tsv"
 printf '\nDemo done: everything is in %s/\n' "$OUT"

@@ -7,8 +7,8 @@ pre-training, this builds what each `model_fn` builds (the original
 metrics) and drives it with a `tf.Session`, as the Estimator would. Two
 changes to the original graphs, both for determinism:
 
-  * `global_step += 1` runs after the update (pretraining_oracle's
-    `_pin_global_step_increment`, reused), so update t uses lr(t);
+  * `global_step += 1` runs after the update (`shim.pin_global_step_increment`,
+    as for pre-training), so update t uses lr(t);
   * classifier `train` runs only: the head's hard-coded
     `tf.nn.dropout(output_layer, keep_prob=0.9)` (run_classifier.py:607) is
     the identity, because it is random and cannot be switched off from the
@@ -24,8 +24,7 @@ cost). Every run has "task", "mode", "config" (a bert_config.json), "ckpt"
 (a checkpoint prefix) and "out"; classifier runs also "num_labels". "task" is
 "classifier" or "squad", one task per process: pip's run_classifier.py and
 run_squad.py define the same absl flags at import, so importing both raises
-DuplicateFlagError (the flags of run_pretraining.py, imported with
-pretraining_oracle, are undefined first for the same reason).
+DuplicateFlagError.
 
   train    features: "batches", an .npz with a leading [num_steps] axis
            (input_ids, input_mask, segment_ids [num_steps, batch, seq]; and
@@ -56,7 +55,7 @@ pretraining_oracle, are undefined first for the same reason).
            `end_logits` [num_examples, seq_length].
 """
 
-from tests.original import shim  # noqa: F401  (must come first)
+from tests.original import shim  # (must come first)
 
 import contextlib  # noqa: E402
 import importlib  # noqa: E402
@@ -64,29 +63,13 @@ import json  # noqa: E402
 import sys  # noqa: E402
 
 import numpy as np  # noqa: E402
-from absl import flags  # noqa: E402
 from bert import modeling  # noqa: E402
 from bert import optimization  # noqa: E402
 
-from tests.original.pretraining_oracle import _pin_global_step_increment  # noqa: E402
 
 tf = shim.tf1
 
 
-def _forget_flags_of(module_name):
-    """Undefines the absl flags `module_name` defined at import.
-
-    pretraining_oracle imports pip's run_pretraining.py, which defines
-    --bert_config_file, --output_dir, ... as run_classifier.py and
-    run_squad.py do again at import (DuplicateFlagError). Only
-    `_pin_global_step_increment` is used from it, and nothing reads those flags.
-    """
-    for flag in list(flags.FLAGS.flags_by_module_dict().get(module_name, [])):
-        if flag.name in flags.FLAGS:
-            delattr(flags.FLAGS, flag.name)
-
-
-_forget_flags_of("bert.run_pretraining")
 
 MODULES = {"classifier": "bert.run_classifier", "squad": "bert.run_squad"}
 INPUTS = ("input_ids", "input_mask", "segment_ids")
@@ -207,7 +190,7 @@ def train(run):
     train_op = optimization.create_optimizer(
         tensors["total_loss"], float(run["learning_rate"]), int(run["num_train_steps"]),
         int(run["num_warmup_steps"]), False)
-    _pin_global_step_increment(train_op)
+    shim.pin_global_step_increment(train_op)
     global_step = tf.train.get_or_create_global_step()
     saver = tf.train.Saver(tf.global_variables())
     save_at = run.get("save_at")

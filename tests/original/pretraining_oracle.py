@@ -5,7 +5,7 @@ builds (`BertModel`, `get_masked_lm_output`, `get_next_sentence_output`,
 `optimization.create_optimizer`, the `metric_fn` metrics) and drives it with a
 `tf.Session`, as the Estimator would. One change to the original graph: the
 `global_step += 1` of `create_optimizer`'s train op is made to run after the
-update (see `_pin_global_step_increment`), removing a race in the original
+update (see `shim.pin_global_step_increment`), removing a race in the original
 so that update t uses lr(t) deterministically.
 
 Usage:
@@ -78,22 +78,6 @@ def _model_fn_graph(config, features, is_training):
     }
 
 
-def _pin_global_step_increment(train_op):
-    """Makes `global_step += 1` run after the update, so update t uses lr(t).
-
-    The original's train op is `tf.group(apply_op, global_step.assign(global_step
-    + 1))` without a control dependency, so the learning rate (computed from
-    global_step) may read it before or after the increment: a race (see
-    tests/original/optimizer_oracle.py and tests/test_optimization.py). This
-    adds the dependency every stock TF1 optimizer has, the order the
-    original's comments and warmup formula intend (the first update has lr 0).
-    """
-    apply_op, increment = train_op.control_inputs
-    assert increment.type in ("Assign", "AssignVariableOp"), increment.type
-    assert increment.inputs[0].name.startswith("global_step"), increment.inputs[0].name
-    increment._add_control_input(apply_op)  # pylint: disable=protected-access
-
-
 def train(argv):
     (config_file, ckpt, batches_npz, out_npz, lr, num_train_steps,
      num_warmup_steps, how) = argv[:8]
@@ -110,7 +94,7 @@ def train(argv):
         tf.train.init_from_checkpoint(ckpt, assignment_map)
     train_op = optimization.create_optimizer(
         tensors["total_loss"], float(lr), int(num_train_steps), int(num_warmup_steps), False)
-    _pin_global_step_increment(train_op)
+    shim.pin_global_step_increment(train_op)
     global_step = tf.train.get_or_create_global_step()
     saver = tf.train.Saver(tf.global_variables())
 

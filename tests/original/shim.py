@@ -50,3 +50,19 @@ from absl import flags as _flags  # noqa: E402
 
 if not _flags.FLAGS.is_parsed():
     _flags.FLAGS(["oracle"])
+
+
+def pin_global_step_increment(train_op):
+    """Makes `global_step += 1` run after the update, so update t uses lr(t).
+
+    The original's train op is `tf.group(apply_op, global_step.assign(global_step
+    + 1))` without a control dependency, so the learning rate (computed from
+    global_step) may read it before or after the increment: a race (see
+    tests/original/optimizer_oracle.py and tests/test_optimization.py). This
+    adds the dependency every stock TF1 optimizer has, the order the
+    original's comments and warmup formula intend (the first update has lr 0).
+    """
+    apply_op, increment = train_op.control_inputs
+    assert increment.type in ("Assign", "AssignVariableOp"), increment.type
+    assert increment.inputs[0].name.startswith("global_step"), increment.inputs[0].name
+    increment._add_control_input(apply_op)  # pylint: disable=protected-access

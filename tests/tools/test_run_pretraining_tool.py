@@ -27,16 +27,10 @@ from tests.test_pretraining import tiny_config
 from tests.test_pretraining import write_config
 from tests.test_pretraining import write_init_checkpoint
 from tests.test_pretraining import write_records
+from tests.tools import toolrun
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO_ROOT = toolrun.REPO_ROOT
 TOOL = os.path.join(REPO_ROOT, "tools", "run_pretraining.py")
-
-
-def _env():
-    env = dict(os.environ)
-    env.update(KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    env.pop("TF_CONFIG", None)
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +62,7 @@ def test_original_command_line_trains_and_writes_eval_results(files):
     proc = subprocess.run(
         [sys.executable, TOOL] + _flags(files, str(output_dir), init_checkpoint=files["init"],
                                         save_checkpoints_steps=4, use_tpu="False"),
-        cwd=REPO_ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+        cwd=REPO_ROOT, env=toolrun.tool_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     log = proc.stderr
     assert "*** Input Files ***" in log
@@ -102,8 +96,8 @@ def test_kill_9_then_the_same_command_resumes(files):
     command = [sys.executable, TOOL] + _flags(
         files, str(output_dir), num_train_steps=100, save_checkpoints_steps=10,
         iterations_per_loop=5, max_eval_steps=1)
-    proc = subprocess.Popen(command, cwd=REPO_ROOT, env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(command, cwd=REPO_ROOT, env=toolrun.tool_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 240
         while len(_listed_checkpoints(output_dir)) < 2:
@@ -123,8 +117,8 @@ def test_kill_9_then_the_same_command_resumes(files):
         step = int(path.rsplit("-", 1)[1])
         assert int(checkpoint.read_checkpoint(path)["global_step"]) == step
 
-    proc = subprocess.run(command, cwd=REPO_ROOT, env=_env(), capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(command, cwd=REPO_ROOT, env=toolrun.tool_env(), capture_output=True,
+                          text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     resumed_from = [line for line in proc.stderr.splitlines() if "Resuming from" in line]
     assert len(resumed_from) == 1, proc.stderr[-3000:]
@@ -208,9 +202,8 @@ def test_bad_input_gives_one_line_errors(files):
         json.dump(cases, f)
     results_json = str(files["tmp"] / "results.json")
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "bad_inputs", cases_json,
-                           results_json], cwd=REPO_ROOT, env=dict(
-                               _env(), PYTHONPATH=REPO_ROOT), capture_output=True, text=True,
-                          timeout=300)
+                           results_json], cwd=REPO_ROOT, env=toolrun.tool_env(),
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     with open(results_json) as f:
         results = json.load(f)
@@ -226,7 +219,7 @@ def test_cli_prints_error_and_exits_2_without_traceback(files):
     proc = subprocess.run(
         [sys.executable, TOOL] + _flags(files, str(files["tmp"] / "cli"),
                                         input_file=str(files["tmp"] / "missing.tfrecord")),
-        cwd=REPO_ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+        cwd=REPO_ROOT, env=toolrun.tool_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert errors == ["error: --input_file: %r matches no file"

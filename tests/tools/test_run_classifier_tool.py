@@ -1,0 +1,395 @@
+"""Tests for tools/run_classifier.py, run as a user runs it (subprocesses).
+
+Data: an MRPC-layout task of real English (`demo_corpus.write_sentence_pair_task`,
+64/22/21 examples, so no count divides a batch size), a WordPiece vocab
+learned from it, and a tiny BERT (2 layers, hidden 32, dropout 0).
+
+* The original's MRPC command line (its flags only) with --do_train
+  --do_eval --do_predict: the three TFRecord files (one record per example),
+  model.ckpt-N with the original's N = int(examples / batch * epochs),
+  eval_results.txt with the original's keys, test_results.tsv with one line
+  of class probabilities per test example. A second run with only
+  --do_predict restores that checkpoint and writes the same test_results.tsv.
+* 2 replicas (MirroredStrategy over 2 logical CPU devices, a wrapper that
+  splits the CPU before the tool runs) evaluate and predict every example
+  once: the same eval_results.txt and test_results.tsv as one device.
+* `kill -9` during training, then the same command: it resumes from the
+  latest checkpoint, every listed checkpoint is complete, no temporary file
+  is left, and it finishes with eval_results.txt.
+* Bad input: one-line `error: ...` messages (the cases run in one child
+  process: `python <this file> bad_inputs ...`), raised before anything is
+  written; on the command line, exit status 2 and no traceback.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import checkpoint
+from bert_tf.data import demo_corpus
+from bert_tf.data import vocab
+from tests.test_pretraining import tiny_config
+from tests.test_pretraining import write_config
+from tests.test_pretraining import write_init_checkpoint
+from tests.tolerances import REPLICA_ATOL
+from tests.tools import toolrun
+
+REPO_ROOT = toolrun.REPO_ROOT
+TOOL = os.path.join(REPO_ROOT, "tools", "run_classifier.py")
+
+NUM_TRAIN, NUM_DEV, NUM_TEST = 64, 22, 21
+SEQ_LENGTH = 32
+TRAIN_BATCH_SIZE = 6
+NUM_TRAIN_EPOCHS = 2.0
+# The original's schedule: int(64 / 6 * 2.0) = 21 (not 64 / 6 rounded up, nor 22).
+NUM_TRAIN_STEPS = int(NUM_TRAIN / TRAIN_BATCH_SIZE * NUM_TRAIN_EPOCHS)
+EVAL_KEYS = ["eval_accuracy", "eval_loss", "global_step", "loss"]
+
+# Runs the tool as `python tools/run_classifier.py ...` does, after splitting
+# the host CPU into 2 logical devices (before TensorFlow starts).
+_TWO_DEVICES_WRAPPER = """\
+import runpy
+import sys
+sys.path.insert(0, %r)
+from bert_tf import distribute
+distribute.set_logical_cpu_devices(2)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("run_classifier")
+    data_dir = str(tmp / "MRPC")
+    demo_corpus.write_sentence_pair_task(
+        data_dir, sizes=(("train.tsv", NUM_TRAIN), ("dev.tsv", NUM_DEV), ("test.tsv", NUM_TEST)))
+    vocab_file = str(tmp / "vocab.txt")
+    tokens = vocab.build_vocab([os.path.join(data_dir, name)
+                                for name in ("train.tsv", "dev.tsv", "test.tsv")],
+                               vocab_file, vocab_size=400, lower_thresh=2)
+    # initializer_range 0.2 (BERT's is 0.02): the random model tells examples apart.
+    config = tiny_config(vocab_size=len(tokens), initializer_range=0.2)
+    init = write_init_checkpoint(config, str(tmp / "init" / "bert_model.ckpt"))
+    # The same model plus a classifier head of large weights (the original's
+    # unscoped output_weights / output_bias), for runs without training: the
+    # probabilities then differ from example to example by far more than
+    # REPLICA_ATOL, and no run draws a random head of its own.
+    values = checkpoint.read_checkpoint(init)
+    rng = np.random.RandomState(5)
+    values["output_weights"] = rng.normal(0.0, 1.0, (2, config.hidden_size)).astype(np.float32)
+    values["output_bias"] = np.array([0.3, -0.3], np.float32)
+    with_head = checkpoint.write_checkpoint(str(tmp / "finetuned" / "model.ckpt"), values,
+                                            update_state=False)
+    return {
+        "tmp": tmp, "data_dir": data_dir, "vocab": vocab_file,
+        "config": write_config(config, str(tmp / "bert_config.json")),
+        "init": init, "init_with_head": with_head,
+    }
+
+
+def _flags(files, output_dir, **overrides):
+    """The original README's MRPC command line, with small sizes."""
+    values = {
+        "task_name": "MRPC", "do_train": "true", "do_eval": "true", "do_predict": "true",
+        "data_dir": files["data_dir"], "vocab_file": files["vocab"],
+        "bert_config_file": files["config"], "init_checkpoint": files["init"],
+        "max_seq_length": SEQ_LENGTH, "train_batch_size": TRAIN_BATCH_SIZE,
+        "learning_rate": 2e-5, "num_train_epochs": NUM_TRAIN_EPOCHS, "eval_batch_size": 4,
+        "predict_batch_size": 4, "output_dir": str(output_dir),
+    }
+    values.update(overrides)
+    return ["--%s=%s" % (k, v) for k, v in values.items() if v is not None]
+
+
+def _num_records(path):
+    return sum(1 for _ in tf.data.TFRecordDataset(str(path)))
+
+
+def _read_eval_results(path):
+    with open(path) as f:
+        lines = f.read().splitlines()
+    keys = [line.split(" = ")[0] for line in lines]
+    return keys, {k: float(line.split(" = ")[1]) for k, line in zip(keys, lines)}
+
+
+def _read_test_results(path):
+    with open(path) as f:
+        text = f.read()
+    assert text.endswith("\n")
+    return text, np.array([[float(x) for x in line.split("\t")]
+                           for line in text.splitlines()], np.float64)
+
+
+def _listed_checkpoints(output_dir):
+    state = tf.train.get_checkpoint_state(str(output_dir))
+    return list(state.all_model_checkpoint_paths) if state else []
+
+
+def _assert_listed_checkpoints_complete(output_dir):
+    for path in _listed_checkpoints(output_dir):
+        step = int(path.rsplit("-", 1)[1])
+        values = checkpoint.read_checkpoint(path)  # every tensor reads back
+        assert int(values["global_step"]) == step, path
+        assert "output_weights" in values and "output_weights/adam_v" in values, path
+
+
+# ----------------------------------------------------------------- train, eval, predict
+
+
+@pytest.fixture(scope="module")
+def trained(files):
+    """One --do_train --do_eval --do_predict run, shared by the tests below."""
+    output_dir = files["tmp"] / "mrpc_output"
+    rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(files, output_dir))
+    assert rc == 0, err[-4000:]
+    text, probabilities = _read_test_results(output_dir / "test_results.tsv")
+    return {"dir": output_dir, "log": err, "test_results": text, "probabilities": probabilities}
+
+
+def test_original_mrpc_command_line_trains_evaluates_and_predicts(trained):
+    output_dir, log = trained["dir"], trained["log"]
+    # The original's records, one per example (eval/predict padding is not written).
+    assert _num_records(output_dir / "train.tf_record") == NUM_TRAIN
+    assert _num_records(output_dir / "eval.tf_record") == NUM_DEV
+    assert _num_records(output_dir / "predict.tf_record") == NUM_TEST
+    assert "  Num steps = %d" % NUM_TRAIN_STEPS in log
+    assert "Num examples = 24 (22 actual, 2 padding)" in log
+    assert "Num examples = 24 (21 actual, 3 padding)" in log
+    latest = tf.train.latest_checkpoint(str(output_dir))
+    assert latest == str(output_dir / ("model.ckpt-%d" % NUM_TRAIN_STEPS))
+    assert int(checkpoint.read_checkpoint(latest)["global_step"]) == NUM_TRAIN_STEPS
+
+    keys, results = _read_eval_results(output_dir / "eval_results.txt")
+    assert keys == EVAL_KEYS
+    assert results["global_step"] == NUM_TRAIN_STEPS
+    # Accuracy over exactly the 22 real dev examples (padding has weight 0).
+    correct = results["eval_accuracy"] * NUM_DEV
+    assert abs(correct - round(correct)) < 1e-4 and 0 <= round(correct) <= NUM_DEV
+    assert 0.0 < results["eval_loss"] < 5.0 and 0.0 < results["loss"] < 5.0
+
+    probabilities = trained["probabilities"]
+    assert probabilities.shape == (NUM_TEST, 2)  # one line per test example, 2 labels
+    assert ((probabilities >= 0.0) & (probabilities <= 1.0)).all()
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+    assert not [f for f in os.listdir(output_dir) if ".tmp-" in f]
+
+
+def test_predict_only_restores_the_latest_checkpoint(files, trained):
+    output_dir = trained["dir"]
+    os.remove(output_dir / "test_results.tsv")
+    rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(
+        files, output_dir, do_train="false", do_eval="false"))
+    assert rc == 0, err[-4000:]
+    # The fine-tuned model, not --init_checkpoint (the Estimator's rule).
+    assert "Resuming from %s (global_step %d)" % (
+        output_dir / ("model.ckpt-%d" % NUM_TRAIN_STEPS), NUM_TRAIN_STEPS) in err
+    with open(output_dir / "test_results.tsv") as f:
+        assert f.read() == trained["test_results"]
+
+
+# ----------------------------------------------------------------- 2 replicas
+
+
+def test_two_replicas_evaluate_and_predict_every_example_once(files):
+    wrapper = files["tmp"] / "two_cpu_devices.py"
+    wrapper.write_text(_TWO_DEVICES_WRAPPER % REPO_ROOT)
+    outputs = {name: files["tmp"] / ("replicas_" + name) for name in ("one", "two")}
+
+    def flags(name):
+        return _flags(files, outputs[name], do_train="false",
+                      init_checkpoint=files["init_with_head"])
+
+    procs = {"one": toolrun.start([sys.executable, TOOL] + flags("one")),
+             "two": toolrun.start([sys.executable, str(wrapper), TOOL] + flags("two")
+                           + ["--distribution_strategy=mirrored"])}
+    finished = {name: toolrun.finish(proc) for name, proc in procs.items()}
+    for name, (rc, _, err) in finished.items():
+        assert rc == 0, "%s:\n%s" % (name, err[-4000:])
+    assert ("Distribution strategy: off (_DefaultDistributionStrategy) with 1 replica(s)"
+            in finished["one"][2])
+    assert ("Distribution strategy: mirrored (MirroredStrategy) with 2 replica(s) in sync"
+            in finished["two"][2])
+
+    keys_one, one = _read_eval_results(outputs["one"] / "eval_results.txt")
+    keys_two, two = _read_eval_results(outputs["two"] / "eval_results.txt")
+    assert keys_one == keys_two == EVAL_KEYS
+    assert one["global_step"] == two["global_step"] == 0  # from --init_checkpoint
+    for key in EVAL_KEYS:
+        np.testing.assert_allclose(two[key], one[key], atol=REPLICA_ATOL, err_msg=key)
+    correct = two["eval_accuracy"] * NUM_DEV
+    assert abs(correct - round(correct)) < 1e-4
+
+    _, p_one = _read_test_results(outputs["one"] / "test_results.tsv")
+    _, p_two = _read_test_results(outputs["two"] / "test_results.tsv")
+    assert p_one.shape == p_two.shape == (NUM_TEST, 2)
+    np.testing.assert_allclose(p_two, p_one, atol=REPLICA_ATOL)
+    # In input order: the examples are told apart far beyond the tolerance.
+    assert np.diff(p_one[:, 0]).std() > 100 * REPLICA_ATOL
+
+
+# ----------------------------------------------------------------- kill -9
+
+
+def test_kill_9_during_training_then_the_same_command_resumes(files):
+    output_dir = files["tmp"] / "killed"
+    num_steps = int(NUM_TRAIN / 8 * 12.5)  # 100
+    command = [sys.executable, TOOL] + _flags(
+        files, output_dir, do_predict="false", train_batch_size=8, num_train_epochs=12.5,
+        save_checkpoints_steps=10, iterations_per_loop=5)
+    proc = subprocess.Popen(command, cwd=REPO_ROOT, env=toolrun.tool_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 240
+        while not _listed_checkpoints(output_dir):
+            assert proc.poll() is None, "the run ended before it could be killed"
+            assert time.time() < deadline, "no checkpoint after 240 s"
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    killed_at = int(tf.train.latest_checkpoint(str(output_dir)).rsplit("-", 1)[1])
+    assert killed_at < num_steps
+    assert not (output_dir / "eval_results.txt").exists()
+    _assert_listed_checkpoints_complete(output_dir)
+
+    rc, _, err = toolrun.run(command)
+    assert rc == 0, err[-4000:]
+    resumed_from = [line for line in err.splitlines() if "Resuming from" in line]
+    assert len(resumed_from) == 1, err[-3000:]
+    step = int(resumed_from[0].split("(global_step ")[1].split(")")[0])
+    assert step >= killed_at  # the latest checkpoint (a later one may have landed)
+    assert "Num steps = %d (starting at global_step %d)" % (num_steps, step) in err
+    assert tf.train.latest_checkpoint(str(output_dir)) == str(
+        output_dir / ("model.ckpt-%d" % num_steps))
+    _assert_listed_checkpoints_complete(output_dir)
+    assert 1 <= len(_listed_checkpoints(output_dir)) <= 5  # keep_checkpoint_max
+    assert not [f for f in os.listdir(output_dir) if ".tmp-" in f]
+    keys, results = _read_eval_results(output_dir / "eval_results.txt")
+    assert keys == EVAL_KEYS and results["global_step"] == num_steps
+
+
+# ----------------------------------------------------------------- bad input
+
+
+def _copy_task(files, name, edit):
+    """A copy of the task's data dir with `edit(lines of dev.tsv)` applied."""
+    data_dir = files["tmp"] / name
+    data_dir.mkdir()
+    for split in ("train.tsv", "dev.tsv", "test.tsv"):
+        with open(os.path.join(files["data_dir"], split), encoding="utf-8") as f:
+            lines = f.read().splitlines(True)
+        if split == "dev.tsv":
+            edit(lines)
+        (data_dir / split).write_text("".join(lines), encoding="utf-8")
+    return str(data_dir)
+
+
+def _bad_input_cases(files):
+    """(name, flag overrides, [expected parts of the one-line message])."""
+    def short_row(lines):
+        lines[3] = "1\t7\t8\tonly the first sentence\n"  # line 4: 4 columns, MRPC reads 5
+
+    def bad_label(lines):
+        lines[4] = "2" + lines[4][1:]  # line 5: label "2"
+
+    short = _copy_task(files, "short_row", short_row)
+    labels = _copy_task(files, "bad_label", bad_label)
+    empty = files["tmp"] / "empty"
+    empty.mkdir()
+    return [
+        ("unknown task", {"task_name": "SNLI"},
+         ["Task not found: snli (known: ", "cola", "mnli", "mrpc", "xnli"]),
+        ("short row", {"data_dir": short},
+         ["%s line 4: 4 tab-separated column(s), but the MRPC task reads column(s) 4, 5"
+          % os.path.join(short, "dev.tsv")]),
+        ("label outside the task's labels", {"data_dir": labels},
+         ["%s line 5: label '2' is not one of the MRPC task's labels '0', '1'"
+          % os.path.join(labels, "dev.tsv")]),
+        ("data_dir without the task's files", {"data_dir": str(empty)},
+         ["--data_dir=%s: no train.tsv (the MRPC task reads train.tsv, dev.tsv and test.tsv)"
+          % empty]),
+        ("max_seq_length beyond max_position_embeddings", {"max_seq_length": 128},
+         ["Cannot use sequence length 128 because the BERT model was only trained up to "
+          "sequence length 64"]),
+        ("no do_train, do_eval or do_predict",
+         {"do_train": "false", "do_eval": "false", "do_predict": "false"},
+         ["At least one of `do_train`, `do_eval` or `do_predict' must be True."]),
+    ]
+
+
+def _run_bad_input_cases(cases_json, results_json):
+    """Child: the tool's main() once per case; records each UserError's message."""
+    sys.argv = [TOOL]
+    sys.path.insert(0, os.path.dirname(TOOL))
+    import run_classifier  # pylint: disable=import-error
+    from absl import flags
+    from bert_tf.errors import UserError
+    with open(cases_json) as f:
+        cases = json.load(f)
+    results = {}
+    for name, argv in cases:
+        flags.FLAGS.unparse_flags()
+        flags.FLAGS([TOOL] + argv)
+        try:
+            run_classifier.main([TOOL])
+            results[name] = None
+        except UserError as e:
+            results[name] = str(e)
+    with open(results_json, "w") as f:
+        json.dump(results, f)
+
+
+def test_bad_input_gives_one_line_errors(files):
+    """Each case raises a one-line UserError before anything is written.
+
+    `cli.run` turns a UserError into `error: <message>` and exit status 2
+    (the CLI test below runs it for real); the cases share one child process.
+    """
+    cases = _bad_input_cases(files)
+    argvs = [(name, _flags(files, files["tmp"] / ("bad_%d" % index), **overrides))
+             for index, (name, overrides, _) in enumerate(cases)]
+    cases_json = str(files["tmp"] / "cases.json")
+    with open(cases_json, "w") as f:
+        json.dump(argvs, f)
+    results_json = str(files["tmp"] / "results.json")
+    rc, _, err = toolrun.run([sys.executable, os.path.abspath(__file__), "bad_inputs", cases_json,
+                       results_json])
+    assert rc == 0, err[-4000:]
+    with open(results_json) as f:
+        results = json.load(f)
+    for index, (name, _, expected) in enumerate(cases):
+        message = results[name]
+        assert message is not None, "%s: no error" % name
+        assert "\n" not in message, "%s: %r" % (name, message)
+        for part in expected:
+            assert part in message, "%s: %r" % (name, message)
+        # Every input is read before any TensorFlow op: nothing is trained or written.
+        assert not (files["tmp"] / ("bad_%d" % index)).exists(), name
+
+
+def test_cli_prints_error_and_exits_2_without_traceback(files):
+    output_dir = files["tmp"] / "cli"
+    rc, out, err = toolrun.run([sys.executable, TOOL] + _flags(files, output_dir, task_name="SNLI"))
+    assert rc == 2, err[-3000:]
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: Task not found: snli (known: cola, ")
+    assert not output_dir.exists()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "bad_inputs":
+        _run_bad_input_cases(sys.argv[2], sys.argv[3])
+    else:
+        raise SystemExit("unknown mode %s" % sys.argv[1])

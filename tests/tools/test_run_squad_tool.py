@@ -1,0 +1,300 @@
+"""Tests for tools/run_squad.py and tools/evaluate_squad.py, run as a user runs them.
+
+Data: SQuAD 1.1 and 2.0 files of real English (`demo_corpus.write_squad_task`:
+pydoc paragraphs, a word of a sentence asked for), a WordPiece vocab learned
+from them, and a tiny BERT (2 layers, hidden 32). Contexts are longer than
+--max_seq_length, so each question has several features (doc spans).
+
+* The original's SQuAD command line with --do_train --do_predict (v1.1 and,
+  with --version_2_with_negative, v2.0; both runs at once): train.tf_record
+  and eval.tf_record (one record per feature), model.ckpt-N with the
+  original's N = int(training EXAMPLES / batch * epochs), predictions.json
+  and nbest_predictions.json with one entry per question id of the predict
+  file (v2.0: null_odds.json too), and the official EM/F1 JSON on stdout.
+* tools/evaluate_squad.py on the same files (v1.1 with its flags, v2.0 with
+  evaluate-v2.0.py's command line) prints the same scores.
+* Bad input: one-line `error: ...` messages (the cases run in one child
+  process: `python <this file> bad_inputs ...`), raised before anything is
+  written; on the command line, exit status 2 and no traceback.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import checkpoint
+from bert_tf.data import demo_corpus
+from bert_tf.data import squad_data
+from bert_tf.data import vocab
+from tests.test_pretraining import tiny_config
+from tests.test_pretraining import write_config
+from tests.test_pretraining import write_init_checkpoint
+from tests.tools import toolrun
+
+REPO_ROOT = toolrun.REPO_ROOT
+TOOL = os.path.join(REPO_ROOT, "tools", "run_squad.py")
+EVALUATE_TOOL = os.path.join(REPO_ROOT, "tools", "evaluate_squad.py")
+
+TRAIN_BATCH_SIZE = 8
+NUM_TRAIN_EPOCHS = 1.0
+N_BEST_SIZE = 5
+
+
+def _question_ids(path):
+    with open(path) as f:
+        data = json.load(f)["data"]
+    return [qa["id"] for entry in data for p in entry["paragraphs"] for qa in p["qas"]]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("run_squad")
+    paths = {"tmp": tmp}
+    for version, v2 in (("v1.1", False), ("v2.0", True)):
+        paths["train-" + version] = str(tmp / ("train-%s.json" % version))
+        paths["dev-" + version] = str(tmp / ("dev-%s.json" % version))
+        demo_corpus.write_squad_task(paths["train-" + version], 24,
+                                     version_2_with_negative=v2)
+        # Other paragraphs than the training set's.
+        demo_corpus.write_squad_task(paths["dev-" + version], 12, seed=7,
+                                     version_2_with_negative=v2, first_paragraph=40)
+    text = []
+    for key in ("train-v1.1", "dev-v1.1", "dev-v2.0"):
+        with open(paths[key]) as f:
+            for entry in json.load(f)["data"]:
+                for p in entry["paragraphs"]:
+                    text.append(p["context"])
+                    text.extend(qa["question"] for qa in p["qas"])
+    corpus = tmp / "corpus.txt"
+    corpus.write_text("\n".join(text) + "\n", encoding="utf-8")
+    paths["vocab"] = str(tmp / "vocab.txt")
+    tokens = vocab.build_vocab([str(corpus)], paths["vocab"], vocab_size=400, lower_thresh=2)
+    config = tiny_config(vocab_size=len(tokens))
+    paths["config"] = write_config(config, str(tmp / "bert_config.json"))
+    paths["init"] = write_init_checkpoint(config, str(tmp / "init" / "bert_model.ckpt"))
+    return paths
+
+
+def _flags(files, output_dir, version="v1.1", **overrides):
+    """The original README's SQuAD command line, with small sizes."""
+    values = {
+        "vocab_file": files["vocab"], "bert_config_file": files["config"],
+        "init_checkpoint": files["init"], "do_train": "True",
+        "train_file": files["train-" + version], "do_predict": "True",
+        "predict_file": files["dev-" + version], "train_batch_size": TRAIN_BATCH_SIZE,
+        "learning_rate": 3e-5, "num_train_epochs": NUM_TRAIN_EPOCHS, "max_seq_length": 64,
+        "doc_stride": 32, "max_query_length": 24, "n_best_size": N_BEST_SIZE,
+        "output_dir": str(output_dir),
+    }
+    if version == "v2.0":
+        values["version_2_with_negative"] = "True"
+    values.update(overrides)
+    return ["--%s=%s" % (k, v) for k, v in values.items() if v is not None]
+
+
+@pytest.fixture(scope="module")
+def runs(files):
+    """--do_train --do_predict on SQuAD 1.1 and on 2.0, both processes at once."""
+    procs = {}
+    for version in ("v1.1", "v2.0"):
+        output_dir = files["tmp"] / ("squad_" + version)
+        procs[version] = (output_dir, toolrun.start([sys.executable, TOOL]
+                                             + _flags(files, output_dir, version)))
+    results = {}
+    for version, (output_dir, proc) in procs.items():
+        rc, out, err = toolrun.finish(proc)
+        assert rc == 0, "%s:\n%s" % (version, err[-4000:])
+        results[version] = {"dir": output_dir, "stdout": out, "log": err}
+    return results
+
+
+def _num_records(path):
+    return sum(1 for _ in tf.data.TFRecordDataset(str(path)))
+
+
+def _logged_counts(log, key):
+    """The values of the "  Num <key> = N" lines of the log, in order."""
+    marker = "  %s = " % key
+    return [int(line.split(marker)[1]) for line in log.splitlines() if marker in line]
+
+
+def _read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def _check_run(files, run, version):
+    output_dir, log = run["dir"], run["log"]
+    num_examples = len(squad_data.read_squad_examples(
+        files["train-" + version], is_training=True,
+        version_2_with_negative=version == "v2.0"))
+    (train_features, predict_features) = _logged_counts(log, "Num split examples")
+    assert _logged_counts(log, "Num orig examples") == [num_examples,
+                                                       len(_question_ids(files["dev-" + version]))]
+    # The original's schedule counts examples, not features (doc spans).
+    num_steps = int(num_examples / TRAIN_BATCH_SIZE * NUM_TRAIN_EPOCHS)
+    assert int(train_features / TRAIN_BATCH_SIZE * NUM_TRAIN_EPOCHS) > num_steps
+    assert "  Num steps = %d" % num_steps in log
+    latest = tf.train.latest_checkpoint(str(output_dir))
+    assert latest == str(output_dir / ("model.ckpt-%d" % num_steps))
+    assert int(checkpoint.read_checkpoint(latest)["global_step"]) == num_steps
+    assert _num_records(output_dir / "train.tf_record") == train_features
+    assert _num_records(output_dir / "eval.tf_record") == predict_features
+
+    question_ids = _question_ids(files["dev-" + version])
+    predictions = _read_json(output_dir / "predictions.json")
+    assert list(predictions) == question_ids  # one entry per question, in file order
+    assert all(isinstance(text, str) for text in predictions.values())
+    nbest = _read_json(output_dir / "nbest_predictions.json")
+    assert list(nbest) == question_ids
+    for qid, entries in nbest.items():
+        assert 1 <= len(entries) <= N_BEST_SIZE + 1, qid  # v2.0 may add the null answer
+        np.testing.assert_allclose(sum(e["probability"] for e in entries), 1.0, atol=1e-5)
+        assert all(set(e) == {"text", "probability", "start_logit", "end_logit"}
+                   for e in entries)
+    assert not [f for f in os.listdir(output_dir) if ".tmp-" in f]
+    return predictions, nbest
+
+
+def test_squad_v1_trains_predicts_and_prints_the_official_scores(files, runs):
+    run = runs["v1.1"]
+    predictions, nbest = _check_run(files, run, "v1.1")
+    for qid, text in predictions.items():
+        assert text == nbest[qid][0]["text"]  # v1.1: the best non-null answer
+    assert not (run["dir"] / "null_odds.json").exists()
+    lines = run["stdout"].splitlines()
+    assert len(lines) == 1  # the log is on stderr
+    scores = json.loads(lines[0])
+    assert list(scores) == ["exact_match", "f1"]  # evaluate-v1.1.py's line
+    assert 0.0 <= scores["exact_match"] <= scores["f1"] <= 100.0
+
+
+def test_squad_v2_writes_null_odds_and_prints_the_official_scores(files, runs):
+    run = runs["v2.0"]
+    predictions, _ = _check_run(files, run, "v2.0")
+    null_odds = _read_json(run["dir"] / "null_odds.json")
+    assert list(null_odds) == list(predictions)
+    assert all(isinstance(v, float) for v in null_odds.values())
+    lines = run["stdout"].splitlines()
+    assert len(lines) == 1
+    scores = json.loads(lines[0])
+    for key in ("exact", "f1", "total", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1",
+                "best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh"):
+        assert key in scores, key
+    assert scores["total"] == len(predictions)
+
+
+def test_squad_checkpoint_has_the_original_variable_names(runs):
+    """model.ckpt-N is what the original run_squad.py writes (and restores)."""
+    prefix = tf.train.latest_checkpoint(str(runs["v1.1"]["dir"]))
+    values = checkpoint.read_checkpoint(prefix)
+    model = sorted(name for name in values if not checkpoint.is_optimizer_variable(name)
+                   and name != "global_step")
+    assert [name for name in model if not name.startswith("bert/")] == [
+        "cls/squad/output_bias", "cls/squad/output_weights"]
+    assert values["cls/squad/output_weights"].shape == (2, 32)
+    assert "cls/squad/output_weights/adam_m" in values
+
+
+def test_evaluate_squad_tool_prints_the_same_scores(files, runs):
+    v1, v2 = runs["v1.1"]["dir"], runs["v2.0"]["dir"]
+    commands = {
+        "v1.1 flags": ["--data_file=%s" % files["dev-v1.1"],
+                       "--prediction_file=%s" % (v1 / "predictions.json")],
+        # evaluate-v2.0.py's own command line.
+        "v2.0 official": [files["dev-v2.0"], str(v2 / "predictions.json"), "--na-prob-file",
+                          str(v2 / "null_odds.json")],
+    }
+    procs = {name: toolrun.start([sys.executable, EVALUATE_TOOL] + args)
+             for name, args in commands.items()}
+    for name, proc in procs.items():
+        rc, out, err = toolrun.finish(proc)
+        assert rc == 0, "%s:\n%s" % (name, err[-3000:])
+        version = name.split()[0]
+        assert json.loads(out) == json.loads(runs[version]["stdout"]), name
+
+
+# ----------------------------------------------------------------- bad input
+
+
+def _bad_input_cases(files):
+    """(name, flags, expected message) for the child process."""
+    not_squad = str(files["tmp"] / "not_squad.json")
+    with open(not_squad, "w") as f:
+        json.dump({"version": "1.1", "data": [{"title": "t", "paragraphs": [
+            {"text": "A paragraph under another key.", "qas": []}]}]}, f)
+    out = files["tmp"] / "bad"
+    return [
+        ("not SQuAD", _flags(files, out, do_train="False", predict_file=not_squad),
+         "%s is not a SQuAD file: data[0].paragraphs[0] has no key 'context'" % not_squad),
+        ("max_seq_length too short for the query",
+         _flags(files, out, max_seq_length=32, max_query_length=29),
+         "The max_seq_length (32) must be greater than max_query_length (29) + 3"),
+        ("do_train without train_file", _flags(files, out, train_file=None),
+         "If `do_train` is True, then `train_file` must be specified."),
+    ]
+
+
+def _run_bad_input_cases(cases_json, results_json):
+    """Child: the tool's main() once per case; records each UserError's message."""
+    sys.argv = [TOOL]
+    sys.path.insert(0, os.path.dirname(TOOL))
+    import run_squad  # pylint: disable=import-error
+    from absl import flags
+    from bert_tf.errors import UserError
+    with open(cases_json) as f:
+        cases = json.load(f)
+    results = {}
+    for name, argv, _ in cases:
+        flags.FLAGS.unparse_flags()
+        flags.FLAGS([TOOL] + argv)
+        try:
+            run_squad.main([TOOL])
+            results[name] = None
+        except UserError as e:
+            results[name] = str(e)
+    with open(results_json, "w") as f:
+        json.dump(results, f)
+
+
+def test_bad_input_gives_one_line_errors(files):
+    cases = _bad_input_cases(files)
+    cases_json = str(files["tmp"] / "cases.json")
+    with open(cases_json, "w") as f:
+        json.dump(cases, f)
+    results_json = str(files["tmp"] / "results.json")
+    rc, _, err = toolrun.run([sys.executable, os.path.abspath(__file__), "bad_inputs", cases_json,
+                       results_json])
+    assert rc == 0, err[-4000:]
+    with open(results_json) as f:
+        results = json.load(f)
+    for name, _, expected in cases:
+        message = results[name]
+        assert message is not None, "%s: no error" % name
+        assert "\n" not in message, "%s: %r" % (name, message)
+        assert expected in message, "%s: %r" % (name, message)
+    # Inputs are read before any TensorFlow op: nothing is trained or written.
+    assert not (files["tmp"] / "bad").exists()
+
+
+def test_cli_prints_error_and_exits_2_without_traceback(files):
+    output_dir = files["tmp"] / "cli"
+    rc, out, err = toolrun.run([sys.executable, TOOL] + _flags(
+        files, output_dir, max_seq_length=32, max_query_length=29))
+    assert rc == 2, err[-3000:]
+    assert "Traceback" not in err and not out
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors == ["error: The max_seq_length (32) must be greater than max_query_length "
+                      "(29) + 3"]
+    assert not output_dir.exists()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "bad_inputs":
+        _run_bad_input_cases(sys.argv[2], sys.argv[3])
+    else:
+        raise SystemExit("unknown mode %s" % sys.argv[1])
