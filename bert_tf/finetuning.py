@@ -6,11 +6,19 @@ examples, wrote the features to TFRecords in `output_dir`, and handed an
 """
 
 import math
+import os
+import random
 
+import numpy as np
 from absl import logging
 
+from bert_tf import fileio
+from bert_tf import squad_evaluate
+from bert_tf.data import classifier_data
 from bert_tf.data import input_pipeline
+from bert_tf.data import squad_data
 from bert_tf.errors import UserError
+from bert_tf.training import write_eval_results
 
 
 def train_schedule(num_train_examples, train_batch_size, num_train_epochs, warmup_proportion):
@@ -64,8 +72,6 @@ def write_test_results(output_predict_file, predictions, is_regression=False):
     The values are printed with `str()` of numpy float32, as the original
     printed the Estimator's float32 predictions.
     """
-    from bert_tf import fileio  # pylint: disable=g-import-not-at-top
-    import numpy as np  # pylint: disable=g-import-not-at-top
     rows = (predictions["predictions"][:, None] if is_regression
             else predictions["probabilities"])
     lines = ["\t".join(str(np.float32(p)) for p in row) + "\n" for row in rows]
@@ -94,9 +100,6 @@ def run_classifier(trainer, processor, tokenizer, examples, output_dir, max_seq_
       dict with the eval results (key "eval") and the predictions ("predict")
       for what ran.
     """
-    import os  # pylint: disable=g-import-not-at-top
-    from bert_tf.data import classifier_data  # pylint: disable=g-import-not-at-top
-    from bert_tf.training import write_eval_results  # pylint: disable=g-import-not-at-top
 
     label_list = processor.get_labels()
     is_regression = processor.is_regression
@@ -178,10 +181,6 @@ def run_squad(trainer, tokenizer, output_dir, train_examples=None, predict_examp
     Returns:
       dict: "predictions" ({qas_id: text}) and "scores" (EM/F1, when scored).
     """
-    import os  # pylint: disable=g-import-not-at-top
-    import random  # pylint: disable=g-import-not-at-top
-    from bert_tf import squad_evaluate  # pylint: disable=g-import-not-at-top
-    from bert_tf.data import squad_data  # pylint: disable=g-import-not-at-top
 
     results = {}
     if train_examples is not None:
