@@ -1,0 +1,208 @@
+"""Tests for tools/export_saved_model.py, run as a user runs it (subprocesses).
+
+Data: tests/test_export.py's `write_task` (an MRPC-layout task, its vocab, a
+tiny BERT as a pre-training checkpoint and fine-tuned with a classifier head).
+
+* Two exports into one model base path, side by side: the default version
+  (the time in seconds) and `--version=7`; each is
+  `export_dir/<version>/saved_model.pb`, `variables/`, `assets/vocab.txt`,
+  and nothing else is left in export_dir (the temporary directory was
+  renamed).
+* The same `--version` again: one `error: ...` line, exit status 2, no
+  traceback, the existing version untouched.
+* Bad input: one-line `UserError`s naming the culprit, raised before
+  anything is written (the cases run in one child process: `python <this
+  file> bad_inputs ...`); on the command line, exit 2 and no traceback.
+"""
+
+import json
+import os
+import sys
+import time
+
+import pytest
+
+from tests.test_export import SEQ_LENGTH
+from tests.test_export import write_task
+from tests.test_pretraining import tiny_config
+from tests.test_pretraining import write_config
+from tests.tools import toolrun
+
+TOOL = os.path.join(toolrun.REPO_ROOT, "tools", "export_saved_model.py")
+VERSION_FILES = ["assets/vocab.txt", "fingerprint.pb", "saved_model.pb",
+                 "variables/variables.data-00000-of-00001", "variables/variables.index"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    return write_task(tmp_path_factory.mktemp("export_tool"))
+
+
+def _flags(files, export_dir, **overrides):
+    values = {
+        "task_name": "MRPC", "bert_config_file": files["config_file"],
+        "vocab_file": files["vocab"], "do_lower_case": "true",
+        "init_checkpoint": files["finetuned"], "max_seq_length": SEQ_LENGTH,
+        "export_dir": str(export_dir),
+    }
+    values.update(overrides)
+    return ["--%s=%s" % (k, v) for k, v in values.items() if v is not None]
+
+
+def _files_under(directory):
+    found = []
+    for root, _, names in os.walk(directory):
+        found += [os.path.relpath(os.path.join(root, n), directory) for n in names]
+    return sorted(found)
+
+
+def _one_error_line(rc, err):
+    assert rc == 2, err[-3000:]
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, err[-3000:]
+    return errors[0]
+
+
+@pytest.fixture(scope="module")
+def exported(files):
+    """The default version and --version=7 of one model base path, exported side by side."""
+    export_dir = os.path.join(files["tmp"], "models", "mrpc")
+    start = int(time.time())
+    procs = [toolrun.start([sys.executable, TOOL] + _flags(files, export_dir)),
+             toolrun.start([sys.executable, TOOL] + _flags(
+                 files, export_dir, init_checkpoint=files["finetuned_prefix"], version=7))]
+    finished = [toolrun.finish(proc) for proc in procs]
+    end = int(time.time())
+    for rc, _, err in finished:
+        assert rc == 0, err[-4000:]
+    return {"dir": export_dir, "start": start, "end": end, "logs": [f[2] for f in finished]}
+
+
+def test_version_layout(files, exported):
+    export_dir = exported["dir"]
+    versions = sorted(os.listdir(export_dir), key=int)  # only numbers: nothing half-written
+    assert len(versions) == 2 and versions[0] == "7"
+    assert exported["start"] <= int(versions[1]) <= exported["end"]  # default: the time
+    with open(files["vocab"], "rb") as f:
+        vocab = f.read()
+    for version in versions:
+        path = os.path.join(export_dir, version)
+        assert _files_under(path) == VERSION_FILES, version
+        with open(os.path.join(path, "assets", "vocab.txt"), "rb") as f:
+            assert f.read() == vocab
+    for version, log in zip(versions[::-1], exported["logs"]):
+        assert "Exported MRPC from %s to %s" % (files["finetuned_prefix"], os.path.join(
+            export_dir, version)) in log
+
+
+def test_existing_version_is_refused(files, exported):
+    path = os.path.join(exported["dir"], "7")
+    before = {name: os.stat(os.path.join(path, name)).st_mtime_ns for name in VERSION_FILES}
+    rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(files, exported["dir"], version=7))
+    line = _one_error_line(rc, err)
+    assert line == ("error: %s exists already: pass another --version (versions are never "
+                    "overwritten)" % path)
+    assert {name: os.stat(os.path.join(path, name)).st_mtime_ns
+            for name in VERSION_FILES} == before
+    assert len(os.listdir(exported["dir"])) == 2
+
+
+# ----------------------------------------------------------------- bad input
+
+
+def _bad_input_cases(files):
+    """(name, flag overrides, [expected parts of the one-line message])."""
+    tmp = files["tmp"]
+    big_vocab = os.path.join(tmp, "big_vocab.txt")
+    with open(files["vocab"], encoding="utf-8") as f:
+        tokens = f.read().splitlines()
+    with open(big_vocab, "w", encoding="utf-8") as f:
+        f.write("\n".join(tokens + ["extra%d" % i for i in range(3)]) + "\n")
+    config = files["config"]
+    wide = write_config(tiny_config(vocab_size=config.vocab_size, hidden_size=64),
+                        os.path.join(tmp, "wide_config.json"))
+    missing = os.path.join(tmp, "nowhere", "model.ckpt-1")
+    return [
+        ("unknown task", {"task_name": "SNLI"},
+         ["Task not found: snli (known: cola, mnli, mrpc, xnli", "sts-b", "squad, encoder)"]),
+        ("pre-training checkpoint exported as a classifier",
+         {"init_checkpoint": files["init"]},
+         ["--init_checkpoint=%s has no classifier head (variable output_weights is missing): "
+          "export a checkpoint that run_classifier.py fine-tuned on MRPC" % files["init_prefix"]]),
+        ("vocab larger than vocab_size", {"vocab_file": big_vocab},
+         ["--vocab_file=%s has %d tokens, more than vocab_size %d of %s"
+          % (big_vocab, len(tokens) + 3, config.vocab_size, files["config_file"])]),
+        ("missing checkpoint", {"init_checkpoint": missing},
+         ["--init_checkpoint=%s: no checkpoint there (expected %s.index)" % (missing, missing)]),
+        ("config of another shape", {"bert_config_file": wide},
+         ["variable bert/embeddings/word_embeddings has shape [%d, 32] in the checkpoint but "
+          "[%d, 64] from %s" % (config.vocab_size, config.vocab_size, wide)]),
+        ("max_seq_length beyond max_position_embeddings", {"max_seq_length": 128},
+         ["Cannot use sequence length 128 because the BERT model was only trained up to "
+          "sequence length 64"]),
+        ("tfhub of a classifier", {"format": "tfhub"},
+         ["--format=tfhub exports the encoder: use --task_name=encoder, not MRPC"]),
+        ("version 0", {"version": 0}, ["--version must be a positive integer"]),
+    ]
+
+
+def _run_bad_input_cases(cases_json, results_json):
+    """Child: the tool's main() once per case; records each UserError's message."""
+    sys.argv = [TOOL]
+    sys.path.insert(0, os.path.dirname(TOOL))
+    import export_saved_model  # pylint: disable=import-error
+    from absl import flags
+    from bert_tf.errors import UserError
+    with open(cases_json) as f:
+        cases = json.load(f)
+    results = {}
+    for name, argv in cases:
+        flags.FLAGS.unparse_flags()
+        flags.FLAGS([TOOL] + argv)
+        try:
+            export_saved_model.main([TOOL])
+            results[name] = None
+        except UserError as e:
+            results[name] = str(e)
+    with open(results_json, "w") as f:
+        json.dump(results, f)
+
+
+def test_bad_input_gives_one_line_errors_and_writes_nothing(files):
+    cases = _bad_input_cases(files)
+    export_dirs = [os.path.join(files["tmp"], "bad_%d" % i) for i in range(len(cases))]
+    argvs = [(name, _flags(files, export_dir, **overrides))
+             for export_dir, (name, overrides, _) in zip(export_dirs, cases)]
+    cases_json = os.path.join(files["tmp"], "cases.json")
+    with open(cases_json, "w") as f:
+        json.dump(argvs, f)
+    results_json = os.path.join(files["tmp"], "results.json")
+    cli_dir = os.path.join(files["tmp"], "bad_cli")
+    # The command line too: the pre-training checkpoint as a classifier.
+    procs = [toolrun.start([sys.executable, os.path.abspath(__file__), "bad_inputs", cases_json,
+                            results_json]),
+             toolrun.start([sys.executable, TOOL] + _flags(
+                 files, cli_dir, init_checkpoint=files["init"]))]
+    (rc, _, err), (cli_rc, _, cli_err) = [toolrun.finish(proc) for proc in procs]
+    assert rc == 0, err[-4000:]
+    with open(results_json) as f:
+        results = json.load(f)
+    for export_dir, (name, _, expected) in zip(export_dirs, cases):
+        message = results[name]
+        assert message is not None, "%s: no error" % name
+        assert "\n" not in message, "%s: %r" % (name, message)
+        for part in expected:
+            assert part in message, "%s: %r" % (name, message)
+        assert not os.path.exists(export_dir), name
+    line = _one_error_line(cli_rc, cli_err)
+    assert line.startswith("error: --init_checkpoint=%s has no classifier head"
+                           % files["init_prefix"])
+    assert not os.path.exists(cli_dir)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "bad_inputs":
+        _run_bad_input_cases(sys.argv[2], sys.argv[3])
+    else:
+        raise SystemExit("unknown mode %s" % sys.argv[1])
