@@ -296,6 +296,10 @@ def write_checkpoint_state(directory, checkpoint_names):
     and the original code find the checkpoints.
     """
     from google.protobuf import text_format
+    # TF makes the paths relative to a relative `directory` (from the working
+    # directory): pass them joined to it, so the file holds bare names.
+    if not os.path.isabs(directory):
+        checkpoint_names = [os.path.join(directory, n) for n in checkpoint_names]
     state = tf.compat.v1.train.generate_checkpoint_state_proto(
         directory, checkpoint_names[-1], all_model_checkpoint_paths=list(checkpoint_names))
     fileio.write_text(os.path.join(directory, "checkpoint"), text_format.MessageToString(state))

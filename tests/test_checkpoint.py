@@ -122,3 +122,24 @@ def test_assignment_map_as_the_original(tmp_path):
     assert set(assignment_map) == {checkpoint.tf1_name(v) for v in model.weights}
     assert "bert/pooler/dense/kernel:0" in initialized
     assert not any(n.startswith("cls/") for n in assignment_map)
+
+
+def test_state_file_of_a_relative_output_dir_lists_bare_names(tmp_path, monkeypatch):
+    # `python tools/run_classifier.py --output_dir=out/mrpc` from a working
+    # directory: the state file must name `model.ckpt-N` (as tf.train.Saver
+    # writes it), or neither resuming, pruning nor the original finds them.
+    from bert_tf import training
+    monkeypatch.chdir(tmp_path)
+    model = BertModel(BertConfig.from_dict(TINY_CONFIG))
+    for step in (1, 2, 3):
+        checkpoint.save_checkpoint(model, os.path.join("out", "mrpc", "model.ckpt-%d" % step),
+                                   global_step=step)
+    with open(os.path.join("out", "mrpc", "checkpoint")) as f:
+        state = f.read()
+    assert 'model_checkpoint_path: "model.ckpt-3"' in state, state
+    assert "../" not in state, state
+    assert training.latest_checkpoint(os.path.join("out", "mrpc")) == os.path.join(
+        "out", "mrpc", "model.ckpt-3")
+    training.prune_checkpoints(os.path.join("out", "mrpc"), keep_checkpoint_max=1)
+    assert sorted(os.listdir(os.path.join("out", "mrpc"))) == [
+        "checkpoint", "model.ckpt-3.data-00000-of-00001", "model.ckpt-3.index"]

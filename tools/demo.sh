@@ -6,7 +6,8 @@
 #   corpus -> vocab.txt -> pre-training TFRecords -> a short pre-training run
 #   (Google-format checkpoint + eval_results.txt) -> extract_features JSON lines
 #   -> run_classifier fine-tuning on a sentence-pair task made from the same
-#   text (MRPC's file layout and flags) -> its eval_results.txt
+#   text (MRPC's file layout and flags) -> its eval_results.txt -> a SavedModel
+#   for TF Serving (raw text in) that answers a request
 #
 # Usage: bash tools/demo.sh PYTHON OUTPUT_DIR
 set -euo pipefail
@@ -19,21 +20,21 @@ mkdir -p "$OUT"
 
 step() { printf '\n=== %s\n' "$*"; }
 
-step "1/6 corpus: Python's own documentation (pydoc_data.topics), one sentence per line"
+step "1/7 corpus: Python's own documentation (pydoc_data.topics), one sentence per line"
 "$PY" -c "from bert_tf.data.demo_corpus import write_pydoc_corpus as w; print('%d documents, %d sentences' % w('$OUT/corpus.txt'))"
 
-step "2/6 vocab.txt: WordPiece learned from the corpus"
+step "2/7 vocab.txt: WordPiece learned from the corpus"
 "$PY" tools/build_vocab.py --input_file="$OUT/corpus.txt" --vocab_file="$OUT/vocab.txt" \
   --vocab_size=2000 --lower_thresh=2
 echo "$(wc -l < "$OUT/vocab.txt") tokens in $OUT/vocab.txt"
 
-step "3/6 create_pretraining_data (the original's flags and output)"
+step "3/7 create_pretraining_data (the original's flags and output)"
 "$PY" tools/create_pretraining_data.py --input_file="$OUT/corpus.txt" \
   --output_file="$OUT/tf_examples.tfrecord" --vocab_file="$OUT/vocab.txt" \
   --do_lower_case=True --max_seq_length=128 --max_predictions_per_seq=20 \
   --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
 
-step "4/6 run_pretraining: a tiny BERT (2 layers, hidden 128), Google-format checkpoints"
+step "4/7 run_pretraining: a tiny BERT (2 layers, hidden 128), Google-format checkpoints"
 "$PY" - "$OUT" <<'PYEOF'
 import json, sys
 config = json.load(open("configs/uncased_L-2_H-128_A-2.json"))
@@ -50,7 +51,7 @@ PYEOF
 echo "--- $OUT/pretraining_output/eval_results.txt"
 cat "$OUT/pretraining_output/eval_results.txt"
 
-step "5/6 extract_features from the pre-trained checkpoint"
+step "5/7 extract_features from the pre-trained checkpoint"
 cat > "$OUT/input.txt" <<'TXT'
 The for statement is used to iterate over the elements of a sequence.
 Who writes the loop ? ||| The else clause is executed when the loop terminates.
@@ -70,7 +71,7 @@ for line in open(sys.argv[1]):
     print("  [CLS] layer %d: [%s, ...] (%d values)" % (
         first["index"], ", ".join("%.6f" % v for v in first["values"][:4]), len(first["values"])))
 PYEOF
-step "6/6 run_classifier: fine-tune the pre-trained model on a sentence-pair task (MRPC layout)"
+step "6/7 run_classifier: fine-tune the pre-trained model on a sentence-pair task (MRPC layout)"
 "$PY" -c "from bert_tf.data.demo_corpus import write_sentence_pair_task as w; print('examples per file:', w('$OUT/pairs'))"
 "$PY" tools/run_classifier.py --task_name=MRPC --do_train=true --do_eval=true \
   --do_predict=true --data_dir="$OUT/pairs" --vocab_file="$OUT/vocab.txt" \
@@ -82,4 +83,23 @@ echo "--- $OUT/classifier_output/eval_results.txt"
 cat "$OUT/classifier_output/eval_results.txt"
 echo "--- $OUT/classifier_output/test_results.tsv: $(wc -l < "$OUT/classifier_output/test_results.tsv") lines, the first:"
 head -1 "$OUT/classifier_output/test_results.tsv"
+step "7/7 export_saved_model: the fine-tuned classifier for TF Serving, raw text in"
+"$PY" tools/export_saved_model.py --task_name=MRPC --bert_config_file="$OUT/bert_config.json" \
+  --vocab_file="$OUT/vocab.txt" --init_checkpoint="$OUT/classifier_output" \
+  --max_seq_length=64 --export_dir="$OUT/serving/mrpc" --version=1
+# Loaded as TF Serving loads it: plain TensorFlow, no bert_tf, no Keras, no tensorflow-text.
+"$PY" - "$OUT/serving/mrpc/1" <<'PYEOF'
+import sys
+for name in ("bert_tf", "keras", "tensorflow_text"):
+    sys.modules[name] = None
+import tensorflow as tf
+serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+pairs = [("The for statement is used to iterate over the elements of a sequence.",
+          "The statement is used to iterate over the elements of a sequence."),
+         ("The for statement is used to iterate over the elements of a sequence.",
+          "Names listed in a global statement must not be defined as formal parameters.")]
+out = serve(text_a=tf.constant([a for a, _ in pairs]), text_b=tf.constant([b for _, b in pairs]))
+for (a, b), label, p in zip(pairs, out["label"].numpy(), out["probabilities"].numpy()):
+    print("label %s (p = %.3f): %r / %r" % (label.decode(), p.max(), a, b))
+PYEOF
 printf '\nDemo done: everything is in %s/\n' "$OUT"

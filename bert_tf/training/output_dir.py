@@ -52,9 +52,9 @@ def prune_checkpoints(output_dir, keep_checkpoint_max=KEEP_CHECKPOINT_MAX):
         return
     stale, keep = paths[:-keep_checkpoint_max], paths[-keep_checkpoint_max:]
     checkpoint_lib.write_checkpoint_state(output_dir, [os.path.basename(p) for p in keep])
+    # get_checkpoint_state has already joined relative entries to output_dir.
     for path in stale:
-        full = path if os.path.isabs(path) else os.path.join(output_dir, path)
-        for filename in tf.io.gfile.glob(full + ".*"):
+        for filename in tf.io.gfile.glob(path + ".*"):
             tf.io.gfile.remove(filename)
 
 
