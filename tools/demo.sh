@@ -99,6 +99,7 @@ pairs = [("The for statement is used to iterate over the elements of a sequence.
          ("The for statement is used to iterate over the elements of a sequence.",
           "Names listed in a global statement must not be defined as formal parameters.")]
 out = serve(text_a=tf.constant([a for a, _ in pairs]), text_b=tf.constant([b for _, b in pairs]))
+print("(label 1 = sentence 2 rewords sentence 1; a 2-layer model pre-trained for 400 steps errs often)")
 for (a, b), label, p in zip(pairs, out["label"].numpy(), out["probabilities"].numpy()):
     print("label %s (p = %.3f): %r / %r" % (label.decode(), p.max(), a, b))
 PYEOF
