@@ -30,7 +30,6 @@ call), and exported while the process's policy is still bf16.
 import base64
 import json
 import os
-import subprocess
 import sys
 
 import keras
@@ -55,6 +54,7 @@ from tests.test_pretraining import write_init_checkpoint
 from tests.tolerances import MODEL_ATOL
 from tests.tolerances import REPLICA_ATOL
 from tests.tools import toolrun
+from tests import bare_tf
 
 RUN_CLASSIFIER = os.path.join(toolrun.REPO_ROOT, "tools", "run_classifier.py")
 SEQ_LENGTH = 32
@@ -101,37 +101,10 @@ def write_task(tmp):
 # The bare loader: a fresh process with only tensorflow importable
 # ---------------------------------------------------------------------------
 
-_BARE_LOADER = r'''
-import base64, importlib.abc, importlib.machinery, json, sys
+_BARE_LOADER = bare_tf.PRELUDE + r'''
+import base64, json
 
-BLOCKED = ("tensorflow_text", "keras", "tf_keras", "bert_tf", "tests")
-
-
-class Refuse(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """As if not installed: found without a location, and importing it fails."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in BLOCKED:
-            return importlib.machinery.ModuleSpec(name, self)
-        return None
-
-    def create_module(self, spec):
-        raise ModuleNotFoundError("No module named %r (blocked)" % spec.name)
-
-    def exec_module(self, module):
-        raise ModuleNotFoundError("No module named %r (blocked)" % module.__name__)
-
-
-sys.meta_path.insert(0, Refuse())
-import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2
-
-for name in BLOCKED:
-    try:
-        __import__(name)
-    except ModuleNotFoundError:
-        continue
-    raise SystemExit("could import " + name)
 
 
 def tensor(value):
@@ -218,15 +191,8 @@ def run_bare(tmp, plan):
     plan_file = os.path.join(tmp, "plan.json")
     with open(plan_file, "w", encoding="utf-8") as f:
         json.dump(plan, f)
-    script = os.path.join(tmp, "bare_load.py")
-    with open(script, "w") as f:
-        f.write(_BARE_LOADER)
     out = os.path.join(tmp, "bare_results.json")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, script, plan_file, out], cwd=tmp, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    bare_tf.run_script(_BARE_LOADER, [plan_file, out], tmp)
     with open(out, encoding="utf-8") as f:
         return json.load(f)
 

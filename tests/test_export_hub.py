@@ -14,8 +14,6 @@ One export (tiny config, corpus vocab, uncased) serves every test:
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -32,6 +30,7 @@ from tests.test_tokenization import EDGE_TEXTS
 from tests.test_tokenization import _write_vocab
 from tests.test_tokenization import build_corpus_vocab
 from tests.test_tokenization import corpus_paragraphs
+from tests import bare_tf
 
 SEQ_LENGTH = 24
 DO_LOWER_CASE = True
@@ -249,37 +248,10 @@ def test_export_rejects_bad_arguments(export, tmp_path):
 # Fresh processes: bare TensorFlow, and tf_keras + tensorflow_hub
 # ---------------------------------------------------------------------------
 
-_BARE_CHAIN = r'''
-import importlib.abc, importlib.machinery, json, sys
+_BARE_CHAIN = bare_tf.PRELUDE + r'''
+import json
 
-BLOCKED = ("tensorflow_text", "keras", "tf_keras", "tensorflow_hub", "bert_tf", "tests")
-
-
-class Refuse(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """As if not installed: found without a location, and importing it fails."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in BLOCKED:
-            return importlib.machinery.ModuleSpec(name, self)
-        return None
-
-    def create_module(self, spec):
-        raise ModuleNotFoundError("No module named %r (blocked)" % spec.name)
-
-    def exec_module(self, module):
-        raise ModuleNotFoundError("No module named %r (blocked)" % module.__name__)
-
-
-sys.meta_path.insert(0, Refuse())
 import numpy as np
-import tensorflow as tf
-
-for name in BLOCKED:
-    try:
-        __import__(name)
-    except ModuleNotFoundError:
-        continue
-    raise SystemExit("could import " + name)
 
 preprocessor_dir, encoder_dir, texts_file, out_file = sys.argv[1:]
 texts = json.load(open(texts_file, encoding="utf-8"))
@@ -331,18 +303,11 @@ np.savez(out_file, single=single, pair=pair,
 
 
 def _run(script_text, export, tmp_path, texts, env_update):
-    script = tmp_path / "script.py"
-    script.write_text(script_text)
     texts_file = tmp_path / "texts.json"
     texts_file.write_text(json.dumps(texts), encoding="utf-8")
     out = tmp_path / "out.npz"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
-    env.update(env_update)
-    proc = subprocess.run(
-        [sys.executable, str(script), export.preprocessor_dir, export.encoder_dir,
-         str(texts_file), str(out)],
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    bare_tf.run_script(script_text, [export.preprocessor_dir, export.encoder_dir, texts_file, out],
+                       tmp_path, env_update)
     return np.load(str(out))
 
 

@@ -14,9 +14,6 @@ nbest_predictions.json). Checked:
 
 import collections
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -29,7 +26,7 @@ from bert_tf import export_squad
 from bert_tf.export_squad import SquadServingModule
 from bert_tf.graph_tokenizer import GraphTokenizer
 from tests.data.test_squad_data import _write_vocab
-from tests.test_graph_tokenizer import _BARE_LOADER
+from tests import bare_tf
 
 MAX_SEQ_LENGTH = 64
 DOC_STRIDE = 16
@@ -288,8 +285,8 @@ def test_saved_model_in_bare_process(squad_task, real_module, tmp_path):
     want = serve(module, pairs)
     texts_file = tmp_path / "pairs.json"
     texts_file.write_text(json.dumps(pairs), encoding="utf-8")
-    script = tmp_path / "load.py"
-    loader = _BARE_LOADER.split("texts = json.load")[0] + r'''
+    loader = bare_tf.PRELUDE + r'''
+import json
 pairs = json.load(open(sys.argv[2], encoding="utf-8"))
 serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
 
@@ -304,12 +301,7 @@ result = {"many": run(pairs), "one": [run([p]) for p in pairs[-12:]]}
 result["modules"] = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
 json.dump(result, open(sys.argv[3], "w"))
 '''
-    script.write_text(loader)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run(
-        [sys.executable, str(script), export, str(texts_file), str(tmp_path / "out.json")],
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    bare_tf.run_script(loader, [export, texts_file, tmp_path / "out.json"], tmp_path)
     result = json.loads((tmp_path / "out.json").read_text())
     assert result["modules"] == []
     assert result["many"]["answer"] == _decode(want["answer"])

@@ -13,9 +13,7 @@
 """
 
 import json
-import os
 import random
-import subprocess
 import sys
 import unicodedata
 
@@ -31,6 +29,7 @@ from tests.test_tokenization import TEST_VOCAB
 from tests.test_tokenization import _write_vocab
 from tests.test_tokenization import build_corpus_vocab
 from tests.test_tokenization import corpus_paragraphs
+from tests import bare_tf
 
 LOWER = [True, False]
 SIGMA = u"\u03a3"
@@ -447,36 +446,8 @@ def test_pack_pair_rejects_short_lengths(corpus_pair):
 # tf.function and SavedModel in a bare process
 # ---------------------------------------------------------------------------
 
-_BARE_LOADER = r'''
-import importlib.abc, importlib.machinery, json, sys
-
-BLOCKED = ("tensorflow_text", "keras", "tf_keras", "bert_tf", "tests")
-
-
-class Refuse(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """As if not installed: found without a location, and importing it fails."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in BLOCKED:
-            return importlib.machinery.ModuleSpec(name, self)
-        return None
-
-    def create_module(self, spec):
-        raise ModuleNotFoundError("No module named %r (blocked)" % spec.name)
-
-    def exec_module(self, module):
-        raise ModuleNotFoundError("No module named %r (blocked)" % module.__name__)
-
-
-sys.meta_path.insert(0, Refuse())
-import tensorflow as tf
-
-for name in BLOCKED:
-    try:
-        __import__(name)
-    except ModuleNotFoundError:
-        continue
-    raise SystemExit("could import " + name)
+_BARE_LOADER = bare_tf.PRELUDE + r'''
+import json
 
 texts = json.load(open(sys.argv[2], encoding="utf-8"))
 loaded = tf.saved_model.load(sys.argv[1])
@@ -507,13 +478,7 @@ def test_saved_model_runs_without_keras_or_tf_text(corpus_pairs, tmp_path):
     tf.saved_model.save(_Served(corpus_pair.graph), export)
     texts_file = tmp_path / "texts.json"
     texts_file.write_text(json.dumps(texts), encoding="utf-8")
-    script = tmp_path / "load.py"
-    script.write_text(_BARE_LOADER)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run(
-        [sys.executable, str(script), export, str(texts_file), str(tmp_path / "out.json")],
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    bare_tf.run_script(_BARE_LOADER, [export, texts_file, tmp_path / "out.json"], tmp_path)
     result = json.loads((tmp_path / "out.json").read_text())
     assert result["modules"] == []
     full = corpus_pair.full
