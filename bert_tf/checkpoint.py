@@ -32,6 +32,8 @@ _ROOTS = ("bert", "cls")
 UNSCOPED_HEAD_VARIABLES = ("output_weights", "output_bias")
 OPTIMIZER_SLOT_SUFFIXES = ("/adam_m", "/adam_v")
 GLOBAL_STEP = "global_step"
+# A Google release directory (uncased_L-12_H-768_A-12/) has no `checkpoint` state file.
+RELEASE_CHECKPOINT = "bert_model.ckpt"
 
 
 def tf1_name(variable):
@@ -72,15 +74,30 @@ def _collect_variables(target):
 def resolve_checkpoint(path, flag="init_checkpoint"):
     """Turns a checkpoint prefix or a directory into a readable prefix.
 
+    A directory gives its latest checkpoint: the one its `checkpoint` state
+    file names, else its highest `model.ckpt-N`, else (a Google release
+    directory) `<dir>/bert_model.ckpt`.
+
     Raises `UserError` naming `flag` if nothing is there.
     """
     if not path:
         raise UserError("--%s is empty" % flag)
     if tf.io.gfile.isdir(path):
         latest = tf.train.latest_checkpoint(path)
-        if not latest:
-            raise UserError("--%s=%s: the directory holds no checkpoint" % (flag, path))
-        return latest
+        if latest:
+            return latest
+        steps = []
+        for index in tf.io.gfile.glob(os.path.join(path, "model.ckpt-*.index")):
+            match = re.match(r"^model\.ckpt-(\d+)\.index$", os.path.basename(index))
+            if match:
+                steps.append(int(match.group(1)))
+        if steps:
+            return os.path.join(path, "model.ckpt-%d" % max(steps))
+        release = os.path.join(path, RELEASE_CHECKPOINT)
+        if tf.io.gfile.exists(release + ".index"):
+            return release
+        raise UserError("--%s=%s: the directory holds no checkpoint (no `checkpoint` file, "
+                        "model.ckpt-N or %s.index)" % (flag, path, RELEASE_CHECKPOINT))
     if not tf.io.gfile.exists(path + ".index"):
         raise UserError("--%s=%s: no checkpoint there (expected %s.index)" % (flag, path, path))
     return path

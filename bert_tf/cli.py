@@ -125,12 +125,3 @@ def trainer_from_flags(strategy, task, flag_values):
     return Trainer(strategy, task, flag_values.output_dir,
                    mixed_precision=flag_values.mixed_precision, use_xla=flag_values.use_xla,
                    log_steps=flag_values.log_steps)
-
-
-def check_config_matches_flags(bert_config, max_seq_length, bert_config_file):
-    """`--max_seq_length` must fit the model's position embeddings (original's ValueError)."""
-    if max_seq_length > bert_config.max_position_embeddings:
-        raise UserError(
-            "Cannot use sequence length %d because the BERT model was only trained up to "
-            "sequence length %d (max_position_embeddings in %s)"
-            % (max_seq_length, bert_config.max_position_embeddings, bert_config_file))

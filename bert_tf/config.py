@@ -135,6 +135,17 @@ class BertConfig(object):
         except ValueError:
             raise UserError("%s: key \"hidden_act\" has unsupported activation %r" % (source, self.hidden_act))
 
+    def check_max_seq_length(self, max_seq_length, source="bert_config_file"):
+        """Raises `UserError` if `max_seq_length` is longer than the position embeddings.
+
+        The original's check (run_classifier, run_squad), naming the flag.
+        """
+        if max_seq_length > self.max_position_embeddings:
+            raise UserError(
+                "--max_seq_length=%d: Cannot use sequence length %d because the BERT model "
+                "was only trained up to sequence length %d (max_position_embeddings in %s)"
+                % (max_seq_length, max_seq_length, self.max_position_embeddings, source))
+
     def to_dict(self):
         """Serializes this instance to a Python dictionary."""
         return copy.deepcopy(self.__dict__)

@@ -43,7 +43,6 @@ and (classifier) `labels` as variables, and `vocab_file` as the asset.
 import contextlib
 import importlib.util
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -64,45 +63,12 @@ from bert_tf.modeling import BertModel
 ENCODER = "encoder"
 SQUAD = "squad"
 FORMATS = ("saved_model", "tfhub")
-# A Google release directory (uncased_L-12_H-768_A-12/) has no `checkpoint` file.
-RELEASE_CHECKPOINT = "bert_model.ckpt"
 VOCAB_ASSET = "vocab.txt"
 
 
 # ---------------------------------------------------------------------------
 # Inputs: checkpoint, vocab, task
 # ---------------------------------------------------------------------------
-
-
-def resolve_init_checkpoint(path, flag="init_checkpoint"):
-    """A checkpoint prefix from a prefix or a directory.
-
-    A directory gives its latest checkpoint: the one its `checkpoint` state
-    file names, else its highest `model.ckpt-N`, else (a Google release
-    directory) `<dir>/bert_model.ckpt`.
-
-    Raises:
-      UserError: nothing readable there, naming `flag` and the path.
-    """
-    if not path:
-        raise UserError("--%s is empty" % flag)
-    if tf.io.gfile.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
-        if latest:
-            return latest
-        steps = []
-        for index in tf.io.gfile.glob(os.path.join(path, "model.ckpt-*.index")):
-            match = re.match(r"^model\.ckpt-(\d+)\.index$", os.path.basename(index))
-            if match:
-                steps.append(int(match.group(1)))
-        if steps:
-            return os.path.join(path, "model.ckpt-%d" % max(steps))
-        release = os.path.join(path, RELEASE_CHECKPOINT)
-        if tf.io.gfile.exists(release + ".index"):
-            return release
-        raise UserError("--%s=%s: the directory holds no checkpoint (no `checkpoint` file, "
-                        "model.ckpt-N or %s.index)" % (flag, path, RELEASE_CHECKPOINT))
-    return checkpoint_lib.resolve_checkpoint(path, flag)
 
 
 def check_vocab(vocab_file, config, bert_config_file="bert_config_file"):
@@ -524,17 +490,13 @@ def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkp
     if fmt == "tfhub" and kind != ENCODER:
         raise UserError("--format=tfhub exports the encoder: use --task_name=%s, not %s"
                         % (ENCODER, task_name))
-    if max_seq_length > config.max_position_embeddings:
-        raise UserError(
-            "Cannot use sequence length %d because the BERT model was only trained up to "
-            "sequence length %d (max_position_embeddings in %s)"
-            % (max_seq_length, config.max_position_embeddings, bert_config_file))
+    config.check_max_seq_length(max_seq_length, bert_config_file)
     if max_seq_length < 3:
         raise UserError("--max_seq_length=%d is too short for [CLS] a [SEP] b [SEP]"
                         % max_seq_length)
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     check_vocab(vocab_file, config, bert_config_file)
-    prefix = resolve_init_checkpoint(init_checkpoint)
+    prefix = checkpoint_lib.resolve_checkpoint(init_checkpoint)
     num_labels = None if labels is None else (1 if is_regression else len(labels))
     check_checkpoint(prefix, config, kind, num_labels, bert_config_file, task_name)
     final_dir = version_dir(export_dir, int(time.time()) if version is None else version)

@@ -72,7 +72,6 @@ import os
 
 import tensorflow as tf
 
-from bert_tf import checkpoint as checkpoint_lib
 from bert_tf import graph_tokenizer
 from bert_tf import tokenization
 from bert_tf.errors import UserError
@@ -355,14 +354,6 @@ class HubEncoder(tf.train.Checkpoint):
 # ---------------------------------------------------------------------------
 
 
-def build_encoder_model(config, init_checkpoint):
-    """Our `BertModel` with the checkpoint's weights (strict)."""
-    from bert_tf.modeling import BertModel  # keras only when exporting the encoder
-    model = BertModel(config)
-    checkpoint_lib.load_checkpoint(model, init_checkpoint, strict=True)
-    return model
-
-
 def export_tfhub(config, vocab_file, do_lower_case, init_checkpoint, output_dir,
                  max_seq_length):
     """Writes `output_dir/preprocessor/` and `output_dir/encoder/` (TF Hub's BERT pair).
@@ -380,19 +371,15 @@ def export_tfhub(config, vocab_file, do_lower_case, init_checkpoint, output_dir,
     Returns:
       (preprocessor path, encoder path).
     """
-    vocab = tokenization.load_vocab(vocab_file)
-    if len(vocab) > config.vocab_size:
-        raise UserError("the vocab %s has %d entries, more than vocab_size %d of the config"
-                        % (vocab_file, len(vocab), config.vocab_size))
+    from bert_tf import export  # pylint: disable=g-import-not-at-top  (keras, for the encoder)
+    export.check_vocab(vocab_file, config)
     max_seq_length = int(max_seq_length)
-    if max_seq_length > config.max_position_embeddings:
-        raise UserError("max_seq_length %d is longer than max_position_embeddings %d"
-                        % (max_seq_length, config.max_position_embeddings))
+    config.check_max_seq_length(max_seq_length)
     preprocessor_dir = os.path.join(output_dir, PREPROCESSOR_DIR)
     encoder_dir = os.path.join(output_dir, ENCODER_DIR)
     tf.io.gfile.makedirs(output_dir)
     preprocessor = HubPreprocessor(vocab_file, do_lower_case, max_seq_length)
     tf.saved_model.save(preprocessor, preprocessor_dir)
-    model = build_encoder_model(config, init_checkpoint)
+    model = export.load_model(export.ENCODER, config, init_checkpoint)
     tf.saved_model.save(HubEncoder(model, vocab_file, do_lower_case), encoder_dir)
     return preprocessor_dir, encoder_dir

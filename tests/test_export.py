@@ -532,19 +532,19 @@ def test_regression_returns_score(setup):
 
 def test_resolve_init_checkpoint(setup, tmp_path):
     files = setup["files"]
-    assert export.resolve_init_checkpoint(files["finetuned"]) == files["finetuned_prefix"]
-    assert export.resolve_init_checkpoint(files["init"]) == files["init_prefix"]
-    assert export.resolve_init_checkpoint(files["init_prefix"]) == files["init_prefix"]
+    assert checkpoint.resolve_checkpoint(files["finetuned"]) == files["finetuned_prefix"]
+    assert checkpoint.resolve_checkpoint(files["init"]) == files["init_prefix"]
+    assert checkpoint.resolve_checkpoint(files["init_prefix"]) == files["init_prefix"]
     # model.ckpt-N without a `checkpoint` file: the highest N.
     bare = tmp_path / "steps"
     bare.mkdir()
     for step in (9, 10, 2):
         (bare / ("model.ckpt-%d.index" % step)).write_text("")
-    assert export.resolve_init_checkpoint(str(bare)) == str(bare / "model.ckpt-10")
+    assert checkpoint.resolve_checkpoint(str(bare)) == str(bare / "model.ckpt-10")
     with pytest.raises(UserError, match="the directory holds no checkpoint"):
-        export.resolve_init_checkpoint(str(tmp_path))
+        checkpoint.resolve_checkpoint(str(tmp_path))
     with pytest.raises(UserError, match=r"no checkpoint there \(expected .*missing.index\)"):
-        export.resolve_init_checkpoint(str(tmp_path / "missing"))
+        checkpoint.resolve_checkpoint(str(tmp_path / "missing"))
 
 
 def test_checks_name_the_culprit(setup, tmp_path):

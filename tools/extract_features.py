@@ -74,12 +74,7 @@ def main(argv):
         logging.warning("--use_tpu: TPUs are reached through tf.distribute in bert_tf; "
                         "extract_features runs on the local device.")
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    if FLAGS.max_seq_length > bert_config.max_position_embeddings:
-        raise UserError(
-            "--max_seq_length=%d: the model was only trained up to sequence length %d "
-            "(max_position_embeddings in %s)"
-            % (FLAGS.max_seq_length, bert_config.max_position_embeddings,
-               FLAGS.bert_config_file))
+    bert_config.check_max_seq_length(FLAGS.max_seq_length, FLAGS.bert_config_file)
     if FLAGS.max_seq_length < 2:
         raise UserError("--max_seq_length=%d: must be at least 2 ([CLS] and [SEP])"
                         % FLAGS.max_seq_length)

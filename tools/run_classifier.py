@@ -107,7 +107,7 @@ def main(argv):
     if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
         raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    cli.check_config_matches_flags(bert_config, FLAGS.max_seq_length, FLAGS.bert_config_file)
+    bert_config.check_max_seq_length(FLAGS.max_seq_length, FLAGS.bert_config_file)
     processor = classifier_data.get_processor(FLAGS.task_name)
     if FLAGS.tpu_job_name:
         logging.warning("--tpu_job_name is ignored: TPUStrategy finds the TPU workers itself")

@@ -124,7 +124,7 @@ def validate_flags_or_throw(bert_config):
         raise UserError("If `do_train` is True, then `train_file` must be specified.")
     if FLAGS.do_predict and not FLAGS.predict_file:
         raise UserError("If `do_predict` is True, then `predict_file` must be specified.")
-    cli.check_config_matches_flags(bert_config, FLAGS.max_seq_length, FLAGS.bert_config_file)
+    bert_config.check_max_seq_length(FLAGS.max_seq_length, FLAGS.bert_config_file)
     if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
         raise UserError(
             "The max_seq_length (%d) must be greater than max_query_length (%d) + 3"
