@@ -80,54 +80,6 @@ PREPROCESSOR_DIR = "preprocessor"
 ENCODER_DIR = "encoder"
 ENCODER_INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
-_SPACE = 0x20
-
-
-# ---------------------------------------------------------------------------
-# Tokenizing into [batch, (words), (wordpieces)]
-# ---------------------------------------------------------------------------
-
-
-def _tokenize_words(tokenizer, texts):
-    """`GraphTokenizer.tokenize` with BasicTokenizer's words kept as a dimension.
-
-    The same graph steps as `GraphTokenizer.tokenize` (decode, final sigma,
-    per-code-point map; see bert_tf/graph_tokenizer.py), then each word (a run
-    of non-spaces of the mapped text) goes to WordPiece as a text of its own,
-    so WordPiece's per-text splits are the per-word splits. It uses
-    GraphTokenizer's step methods (`_final_sigma`, `_map`, `_wordpiece`);
-    tests/test_export_hub.py checks that the merged result equals
-    `GraphTokenizer.tokenize` and FullTokenizer.
-
-    Returns:
-      int32 RaggedTensor [batch, (words), (wordpieces)], int64 row splits.
-    """
-    cps = tf.strings.unicode_decode(texts, "UTF-8", errors="ignore")  # [B, (chars)]
-    flat = cps.flat_values
-    text_of_cp = tf.cast(cps.value_rowids(), tf.int32)
-    if tokenizer.do_lower_case:
-        flat = tokenizer._final_sigma(flat, text_of_cp)
-    values, out_len = tokenizer._map(flat, text_of_cp)  # [M], [N]
-    slot_splits = tf.gather(tf.concat([[0], tf.cumsum(out_len)], 0),
-                            tf.cast(cps.row_splits, tf.int32))  # [B + 1]
-    num_texts = tf.size(slot_splits) - 1
-    text_of_slot = tf.repeat(tf.range(num_texts), slot_splits[1:] - slot_splits[:-1])  # [M]
-    slot = tf.range(tf.size(values))
-    is_char = tf.not_equal(values, _SPACE)
-    text_start = tf.equal(slot, tf.gather(slot_splits, text_of_slot))
-    prev_char = tf.concat([[False], is_char[:-1]], 0)
-    word_start = is_char & (text_start | ~prev_char)  # [M]
-    chars = tf.boolean_mask(values, is_char)  # [C]
-    word_begin = tf.cast(tf.where(tf.boolean_mask(word_start, is_char))[:, 0], tf.int32)
-    word_splits = tf.concat([word_begin, [tf.size(chars)]], 0)  # [W + 1]
-    words_per_text = tf.math.unsorted_segment_sum(
-        tf.cast(word_start, tf.int32), text_of_slot, num_texts)
-    ids, piece_splits = tokenizer._wordpiece(chars, word_splits)
-    return tf.RaggedTensor.from_nested_row_splits(
-        ids, [tf.cast(tf.concat([[0], tf.cumsum(words_per_text)], 0), tf.int64),
-              tf.cast(piece_splits, tf.int64)], validate=False)
-
-
 # ---------------------------------------------------------------------------
 # Packing with a Tensor seq_length
 # ---------------------------------------------------------------------------
@@ -252,7 +204,7 @@ class _Tokenize(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="sentences")],
                  autograph=False)
     def __call__(self, sentences):
-        return _tokenize_words(self.tokenizer, sentences)
+        return self.tokenizer.tokenize_words(sentences)
 
 
 class _BertPackInputs(tf.Module):

@@ -400,6 +400,19 @@ class GraphTokenizer(tf.Module):
         Returns:
           int32 RaggedTensor of shape [batch_size, (num_tokens)].
         """
+        return self._tokenize_words(texts).merge_dims(1, 2)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+    def tokenize_words(self, texts):
+        """`tokenize` with BasicTokenizer's words kept as a dimension.
+
+        Returns:
+          int32 RaggedTensor of shape [batch_size, (words), (wordpieces)]
+          (int64 row splits); merging the two ragged dimensions gives `tokenize`.
+        """
+        return self._tokenize_words(texts)
+
+    def _tokenize_words(self, texts):
         cps = tf.strings.unicode_decode(texts, "UTF-8", errors="ignore")  # [B, (chars)]
         flat = cps.flat_values  # [N]
         text_of_cp = tf.cast(cps.value_rowids(), tf.int32)  # [N]
@@ -408,8 +421,10 @@ class GraphTokenizer(tf.Module):
         values, out_len = self._map(flat, text_of_cp)  # [M], [N]
         slot_splits = tf.gather(tf.concat([[0], tf.cumsum(out_len)], 0),
                                 tf.cast(cps.row_splits, tf.int32))  # [B + 1]
-        ids, token_splits = self._wordpiece(values, slot_splits)
-        return tf.RaggedTensor.from_row_splits(ids, tf.cast(token_splits, tf.int64))
+        ids, tokens_per_word, words_per_text = self._wordpiece(values, slot_splits)
+        return tf.RaggedTensor.from_nested_row_lengths(
+            ids, [tf.cast(words_per_text, tf.int64), tf.cast(tokens_per_word, tf.int64)],
+            validate=False)
 
     # -- step 2: final sigma ------------------------------------------------
 
@@ -517,7 +532,11 @@ class GraphTokenizer(tf.Module):
     # -- step 5: words and WordPiece ----------------------------------------
 
     def _wordpiece(self, values, slot_splits):
-        """WordPiece ids of the words in `values`; returns (ids, token splits per text)."""
+        """WordPiece ids of the words in `values`.
+
+        Returns:
+          (ids [T], tokens per word [W], words per text [B]).
+        """
         is_char = tf.not_equal(values, _SPACE)  # [M]
         m = tf.size(values)
         num_texts = tf.size(slot_splits) - 1
@@ -598,9 +617,7 @@ class GraphTokenizer(tf.Module):
         ids = tf.tensor_scatter_nd_update(
             tf.fill([tf.reduce_sum(tokens_per_word)], self._unk_id),
             where[:, None], tf.boolean_mask(piece_id, keep))
-        tokens_of_text = tf.math.unsorted_segment_sum(
-            tokens_per_word, tf.repeat(tf.range(num_texts), words_per_text), num_texts)
-        return ids, tf.concat([[0], tf.cumsum(tokens_of_text)], 0)
+        return ids, tokens_per_word, words_per_text
 
     # -- packing ------------------------------------------------------------
 
