@@ -11,11 +11,10 @@ tiny BERT as a pre-training checkpoint and fine-tuned with a classifier head).
 * The same `--version` again: one `error: ...` line, exit status 2, no
   traceback, the existing version untouched.
 * Bad input: one-line `UserError`s naming the culprit, raised before
-  anything is written (the cases run in one child process: `python <this
-  file> bad_inputs ...`); on the command line, exit 2 and no traceback.
+  anything is written (the cases run in one child process,
+  `tests/tools/toolrun.py`); on the command line, exit 2 and no traceback.
 """
 
-import json
 import os
 import sys
 import time
@@ -147,47 +146,17 @@ def _bad_input_cases(files):
     ]
 
 
-def _run_bad_input_cases(cases_json, results_json):
-    """Child: the tool's main() once per case; records each UserError's message."""
-    sys.argv = [TOOL]
-    sys.path.insert(0, os.path.dirname(TOOL))
-    import export_saved_model  # pylint: disable=import-error
-    from absl import flags
-    from bert_tf.errors import UserError
-    with open(cases_json) as f:
-        cases = json.load(f)
-    results = {}
-    for name, argv in cases:
-        flags.FLAGS.unparse_flags()
-        flags.FLAGS([TOOL] + argv)
-        try:
-            export_saved_model.main([TOOL])
-            results[name] = None
-        except UserError as e:
-            results[name] = str(e)
-    with open(results_json, "w") as f:
-        json.dump(results, f)
-
-
 def test_bad_input_gives_one_line_errors_and_writes_nothing(files):
     cases = _bad_input_cases(files)
     export_dirs = [os.path.join(files["tmp"], "bad_%d" % i) for i in range(len(cases))]
     argvs = [(name, _flags(files, export_dir, **overrides))
              for export_dir, (name, overrides, _) in zip(export_dirs, cases)]
-    cases_json = os.path.join(files["tmp"], "cases.json")
-    with open(cases_json, "w") as f:
-        json.dump(argvs, f)
-    results_json = os.path.join(files["tmp"], "results.json")
     cli_dir = os.path.join(files["tmp"], "bad_cli")
     # The command line too: the pre-training checkpoint as a classifier.
-    procs = [toolrun.start([sys.executable, os.path.abspath(__file__), "bad_inputs", cases_json,
-                            results_json]),
-             toolrun.start([sys.executable, TOOL] + _flags(
-                 files, cli_dir, init_checkpoint=files["init"]))]
-    (rc, _, err), (cli_rc, _, cli_err) = [toolrun.finish(proc) for proc in procs]
-    assert rc == 0, err[-4000:]
-    with open(results_json) as f:
-        results = json.load(f)
+    started = toolrun.start_user_errors(TOOL, argvs, files["tmp"])
+    cli_rc, _, cli_err = toolrun.run([sys.executable, TOOL] + _flags(
+        files, cli_dir, init_checkpoint=files["init"]))
+    results = toolrun.read_user_errors(started)
     for export_dir, (name, _, expected) in zip(export_dirs, cases):
         message = results[name]
         assert message is not None, "%s: no error" % name
@@ -199,10 +168,3 @@ def test_bad_input_gives_one_line_errors_and_writes_nothing(files):
     assert line.startswith("error: --init_checkpoint=%s has no classifier head"
                            % files["init_prefix"])
     assert not os.path.exists(cli_dir)
-
-
-if __name__ == "__main__":
-    if sys.argv[1] == "bad_inputs":
-        _run_bad_input_cases(sys.argv[2], sys.argv[3])
-    else:
-        raise SystemExit("unknown mode %s" % sys.argv[1])

@@ -17,11 +17,10 @@ learned from it, and a tiny BERT (2 layers, hidden 32, dropout 0).
   latest checkpoint, every listed checkpoint is complete, no temporary file
   is left, and it finishes with eval_results.txt.
 * Bad input: one-line `error: ...` messages (the cases run in one child
-  process: `python <this file> bad_inputs ...`), raised before anything is
+  process: `tests/tools/toolrun.py`), raised before anything is
   written; on the command line, exit status 2 and no traceback.
 """
 
-import json
 import os
 import signal
 import subprocess
@@ -328,28 +327,6 @@ def _bad_input_cases(files):
     ]
 
 
-def _run_bad_input_cases(cases_json, results_json):
-    """Child: the tool's main() once per case; records each UserError's message."""
-    sys.argv = [TOOL]
-    sys.path.insert(0, os.path.dirname(TOOL))
-    import run_classifier  # pylint: disable=import-error
-    from absl import flags
-    from bert_tf.errors import UserError
-    with open(cases_json) as f:
-        cases = json.load(f)
-    results = {}
-    for name, argv in cases:
-        flags.FLAGS.unparse_flags()
-        flags.FLAGS([TOOL] + argv)
-        try:
-            run_classifier.main([TOOL])
-            results[name] = None
-        except UserError as e:
-            results[name] = str(e)
-    with open(results_json, "w") as f:
-        json.dump(results, f)
-
-
 def test_bad_input_gives_one_line_errors(files):
     """Each case raises a one-line UserError before anything is written.
 
@@ -359,15 +336,7 @@ def test_bad_input_gives_one_line_errors(files):
     cases = _bad_input_cases(files)
     argvs = [(name, _flags(files, files["tmp"] / ("bad_%d" % index), **overrides))
              for index, (name, overrides, _) in enumerate(cases)]
-    cases_json = str(files["tmp"] / "cases.json")
-    with open(cases_json, "w") as f:
-        json.dump(argvs, f)
-    results_json = str(files["tmp"] / "results.json")
-    rc, _, err = toolrun.run([sys.executable, os.path.abspath(__file__), "bad_inputs", cases_json,
-                       results_json])
-    assert rc == 0, err[-4000:]
-    with open(results_json) as f:
-        results = json.load(f)
+    results = toolrun.user_errors(TOOL, argvs, files["tmp"])
     for index, (name, _, expected) in enumerate(cases):
         message = results[name]
         assert message is not None, "%s: no error" % name
@@ -386,10 +355,3 @@ def test_cli_prints_error_and_exits_2_without_traceback(files):
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and errors[0].startswith("error: Task not found: snli (known: cola, ")
     assert not output_dir.exists()
-
-
-if __name__ == "__main__":
-    if sys.argv[1] == "bad_inputs":
-        _run_bad_input_cases(sys.argv[2], sys.argv[3])
-    else:
-        raise SystemExit("unknown mode %s" % sys.argv[1])

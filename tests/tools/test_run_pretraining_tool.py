@@ -6,10 +6,9 @@
   the latest checkpoint (global_step continues), every listed checkpoint is
   complete, and it finishes the run.
 * Bad input: one-line `error: ...` messages, exit status 2, no traceback;
-  the cases run in one child process (`python <this file> bad_inputs ...`).
+  the cases run in one child process (`tests/tools/toolrun.py`).
 """
 
-import json
 import os
 import signal
 import subprocess
@@ -173,40 +172,9 @@ def _bad_input_cases(files):
     ]
 
 
-def _run_bad_input_cases(cases_json, results_json):
-    """Child: runs the tool's main() once per case, collecting each UserError."""
-    sys.argv = [TOOL]
-    sys.path.insert(0, os.path.dirname(TOOL))
-    import run_pretraining  # pylint: disable=import-error
-    from absl import flags
-    from bert_tf.errors import UserError
-    with open(cases_json) as f:
-        cases = json.load(f)
-    results = {}
-    for name, argv, _ in cases:
-        flags.FLAGS.unparse_flags()
-        flags.FLAGS([TOOL] + argv)
-        try:
-            run_pretraining.main([TOOL])
-            results[name] = None
-        except UserError as e:
-            results[name] = str(e)
-    with open(results_json, "w") as f:
-        json.dump(results, f)
-
-
 def test_bad_input_gives_one_line_errors(files):
     cases = _bad_input_cases(files)
-    cases_json = str(files["tmp"] / "cases.json")
-    with open(cases_json, "w") as f:
-        json.dump(cases, f)
-    results_json = str(files["tmp"] / "results.json")
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "bad_inputs", cases_json,
-                           results_json], cwd=REPO_ROOT, env=toolrun.tool_env(),
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    with open(results_json) as f:
-        results = json.load(f)
+    results = toolrun.user_errors(TOOL, cases, files["tmp"])
     for name, _, expected in cases:
         message = results[name]
         assert message is not None, "%s: no error" % name
@@ -225,10 +193,3 @@ def test_cli_prints_error_and_exits_2_without_traceback(files):
     assert errors == ["error: --input_file: %r matches no file"
                       % str(files["tmp"] / "missing.tfrecord")]
     assert "Traceback" not in proc.stderr
-
-
-if __name__ == "__main__":
-    if sys.argv[1] == "bad_inputs":
-        _run_bad_input_cases(sys.argv[2], sys.argv[3])
-    else:
-        raise SystemExit("unknown mode %s" % sys.argv[1])

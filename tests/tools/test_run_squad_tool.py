@@ -14,7 +14,7 @@ from them, and a tiny BERT (2 layers, hidden 32). Contexts are longer than
 * tools/evaluate_squad.py on the same files (v1.1 with its flags, v2.0 with
   evaluate-v2.0.py's command line) prints the same scores.
 * Bad input: one-line `error: ...` messages (the cases run in one child
-  process: `python <this file> bad_inputs ...`), raised before anything is
+  process: `tests/tools/toolrun.py`), raised before anything is
   written; on the command line, exit status 2 and no traceback.
 """
 
@@ -239,39 +239,9 @@ def _bad_input_cases(files):
     ]
 
 
-def _run_bad_input_cases(cases_json, results_json):
-    """Child: the tool's main() once per case; records each UserError's message."""
-    sys.argv = [TOOL]
-    sys.path.insert(0, os.path.dirname(TOOL))
-    import run_squad  # pylint: disable=import-error
-    from absl import flags
-    from bert_tf.errors import UserError
-    with open(cases_json) as f:
-        cases = json.load(f)
-    results = {}
-    for name, argv, _ in cases:
-        flags.FLAGS.unparse_flags()
-        flags.FLAGS([TOOL] + argv)
-        try:
-            run_squad.main([TOOL])
-            results[name] = None
-        except UserError as e:
-            results[name] = str(e)
-    with open(results_json, "w") as f:
-        json.dump(results, f)
-
-
 def test_bad_input_gives_one_line_errors(files):
     cases = _bad_input_cases(files)
-    cases_json = str(files["tmp"] / "cases.json")
-    with open(cases_json, "w") as f:
-        json.dump(cases, f)
-    results_json = str(files["tmp"] / "results.json")
-    rc, _, err = toolrun.run([sys.executable, os.path.abspath(__file__), "bad_inputs", cases_json,
-                       results_json])
-    assert rc == 0, err[-4000:]
-    with open(results_json) as f:
-        results = json.load(f)
+    results = toolrun.user_errors(TOOL, cases, files["tmp"])
     for name, _, expected in cases:
         message = results[name]
         assert message is not None, "%s: no error" % name
@@ -291,10 +261,3 @@ def test_cli_prints_error_and_exits_2_without_traceback(files):
     assert errors == ["error: The max_seq_length (32) must be greater than max_query_length "
                       "(29) + 3"]
     assert not output_dir.exists()
-
-
-if __name__ == "__main__":
-    if sys.argv[1] == "bad_inputs":
-        _run_bad_input_cases(sys.argv[2], sys.argv[3])
-    else:
-        raise SystemExit("unknown mode %s" % sys.argv[1])

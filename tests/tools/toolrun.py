@@ -1,7 +1,10 @@
 """Running a tool as a user does: `python tools/<tool>.py --flags`, in a child process."""
 
+import importlib
+import json
 import os
 import subprocess
+import sys
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -33,3 +36,67 @@ def finish(proc, timeout=300):
 
 def run(command, timeout=300):
     return finish(start(command), timeout)
+
+
+# ----------------------------------------------------------------- user errors
+#
+# Each tool's bad-input cases run in one child process (a fresh process per
+# case would import TensorFlow each time): `main()` once per argv, recording
+# the one-line `UserError` that `cli.run` would print as `error: <message>`.
+
+
+def start_user_errors(tool, cases, work_dir):
+    """Starts a child that runs `tool`'s main() once per case.
+
+    Args:
+      tool: path of a script in tools/.
+      cases: list of (name, argv, ...) (argv without the program name).
+      work_dir: where the cases and results files go.
+
+    Returns:
+      (process, results file) for `read_user_errors`.
+    """
+    cases_json = os.path.join(str(work_dir), "cases.json")
+    with open(cases_json, "w") as f:
+        json.dump([[case[0], case[1]] for case in cases], f)
+    results_json = os.path.join(str(work_dir), "results.json")
+    return start([sys.executable, "-m", "tests.tools.toolrun", tool, cases_json,
+                  results_json]), results_json
+
+
+def read_user_errors(started):
+    """{case name: the UserError's message, or None if main() returned}."""
+    proc, results_json = started
+    rc, _, err = finish(proc)
+    assert rc == 0, err[-4000:]
+    with open(results_json) as f:
+        return json.load(f)
+
+
+def user_errors(tool, cases, work_dir):
+    return read_user_errors(start_user_errors(tool, cases, work_dir))
+
+
+def _run_user_error_cases(tool, cases_json, results_json):
+    sys.argv = [tool]
+    sys.path.insert(0, os.path.dirname(tool))
+    module = importlib.import_module(os.path.splitext(os.path.basename(tool))[0])
+    from absl import flags
+    from bert_tf.errors import UserError
+    with open(cases_json) as f:
+        cases = json.load(f)
+    results = {}
+    for name, argv in cases:
+        flags.FLAGS.unparse_flags()
+        flags.FLAGS([tool] + argv)
+        try:
+            module.main([tool])
+            results[name] = None
+        except UserError as e:
+            results[name] = str(e)
+    with open(results_json, "w") as f:
+        json.dump(results, f)
+
+
+if __name__ == "__main__":
+    _run_user_error_cases(*sys.argv[1:])
