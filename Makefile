@@ -8,13 +8,16 @@ export TF_CPP_MIN_LOG_LEVEL := 2
 
 .PHONY: setup test test-fast demo bench clean
 
-# Creates .venv and installs the pinned requirements (plus the test extras).
+# Creates .venv, installs the pinned requirements (plus the test extras), then
+# bert_tf itself in editable mode (pyproject.toml), so the tools and the tests
+# import this clone's package, as they do from the clone directly.
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
 # The whole suite, differential tests against the original code included.
@@ -33,4 +36,4 @@ bench: setup
 	$(PY) bench/forward_bench.py
 
 clean:
-	rm -rf $(DEMO_DIR) .pytest_cache
+	rm -rf $(DEMO_DIR) .pytest_cache build dist *.egg-info

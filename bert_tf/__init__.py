@@ -1,18 +1,42 @@
-"""bert_tf: Google's original BERT, faithfully, on TensorFlow 2 / Keras 3."""
+"""bert_tf: Google's original BERT, faithfully, on TensorFlow 2 / Keras 3.
 
-import os
+`import bert_tf` is light: the names below load on first use (PEP 562), and
+importing `bert_tf.tokenization`, `bert_tf.config`, `bert_tf.fileio` or the
+`bert_tf.data` text modules imports neither TensorFlow nor Keras (validating a
+`BertConfig` loads Keras, for its activation names). The model-side modules
+select Keras' TensorFlow backend when they load (`bert_tf._backend`).
+"""
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-
-import keras  # noqa: E402
-
-if keras.config.backend() != "tensorflow":
-    raise ImportError(
-        "bert_tf needs Keras' TensorFlow backend, but KERAS_BACKEND=%r; set "
-        "KERAS_BACKEND=tensorflow before importing keras." % keras.config.backend())
-
-from bert_tf.config import BertConfig  # noqa: E402
-from bert_tf.modeling import BertModel  # noqa: E402
+import importlib as _importlib
 
 __version__ = "0.1.0"
-__all__ = ["BertConfig", "BertModel"]
+
+# Public name -> (module, attribute); attribute None means the module itself.
+_LAZY = {
+    "BertConfig": ("bert_tf.config", "BertConfig"),
+    "BertModel": ("bert_tf.modeling", "BertModel"),
+    "from_pretrained": ("bert_tf.pretrained", "from_pretrained"),
+    "Pretrained": ("bert_tf.pretrained", "Pretrained"),
+    "models": ("bert_tf.models", None),
+    "BertPretrainer": ("bert_tf.models", "BertPretrainer"),
+    "BertClassifier": ("bert_tf.models", "BertClassifier"),
+    "BertSquad": ("bert_tf.models", "BertSquad"),
+    "BertPreprocessor": ("bert_tf.models", "BertPreprocessor"),
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    module_name, attribute = _LAZY[name]
+    value = _importlib.import_module(module_name)
+    if attribute is not None:
+        value = getattr(value, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -2,11 +2,9 @@
 
 import copy
 import json
-import os
 
 from absl import logging
 
-from bert_tf import activations
 from bert_tf import fileio
 from bert_tf.errors import UserError
 
@@ -101,9 +99,9 @@ class BertConfig(object):
     @classmethod
     def from_json_file(cls, json_file):
         """Constructs a `BertConfig` from a json file of parameters."""
-        if not os.path.isfile(json_file):
+        if not fileio.exists(json_file) or fileio.isdir(json_file):
             raise UserError("bert_config_file %s: no such file" % json_file)
-        with open(json_file, "r", encoding="utf-8") as reader:
+        with fileio.open_file(json_file, "r") as reader:
             text = reader.read()
         try:
             data = json.loads(text)
@@ -130,6 +128,7 @@ class BertConfig(object):
             raise UserError(
                 "%s: hidden_size (%d) is not a multiple of num_attention_heads (%d)"
                 % (source, self.hidden_size, self.num_attention_heads))
+        from bert_tf import activations  # pylint: disable=g-import-not-at-top (loads Keras)
         try:
             activations.get_activation(self.hidden_act)
         except ValueError:

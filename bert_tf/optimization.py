@@ -39,6 +39,7 @@ original's `global_step`.
 
 import re
 
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 import keras
 import tensorflow as tf
 

@@ -2,6 +2,7 @@
 
 import math
 
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 import keras
 from keras import ops
 

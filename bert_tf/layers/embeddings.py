@@ -1,5 +1,6 @@
 """BERT embeddings (original: `embedding_lookup` + `embedding_postprocessor`)."""
 
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 import keras
 from keras import ops
 

@@ -1,5 +1,6 @@
 """Initializers (original: `modeling.create_initializer`)."""
 
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 import keras
 
 

@@ -1,5 +1,6 @@
 """The Transformer encoder (original: `transformer_model`) and the pooler."""
 
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 import keras
 
 from bert_tf import activations

@@ -2,6 +2,7 @@
 
 import contextlib
 
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 import keras
 
 from bert_tf.errors import UserError
@@ -17,8 +18,11 @@ def dtype_policy(mixed_precision):
     Args:
       mixed_precision: None / "fp32" (float32), "bf16" (mixed_bfloat16) or
         "fp16" (mixed_float16). Variables stay float32; LayerNorm and the
-        attention softmax compute in float32, and the heads return float32
-        logits (see bert_tf/heads.py for where each head casts).
+        attention softmax compute in float32. The heads' matmuls (the MLM
+        logits against the word embeddings included) run in the compute dtype;
+        their logits are cast to float32 before the output bias is added, so
+        the heads return float32 logits and the losses' log-softmax runs in
+        float32 (bert_tf/heads.py).
     """
     if mixed_precision not in MIXED_PRECISION:
         raise UserError("--mixed_precision must be one of bf16|fp16 (or empty), got %r"

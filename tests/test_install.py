@@ -1,0 +1,300 @@
+"""bert_tf as an installed package: the wheel, light imports, the lazy names, the tools' header.
+
+The wheel test builds bert_tf without the network, installs it into a fresh
+virtual environment (which sees this environment's TensorFlow through a .pth
+file instead of downloading it again) and, from a directory outside the
+repository, imports it and runs a tool copied out of `tools/`.
+"""
+
+import ast
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import zipfile
+
+import pytest
+
+import bert_tf
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The modules that tokenize and prepare data: none may import TensorFlow or Keras.
+LIGHT_MODULES = (
+    "bert_tf", "bert_tf.errors", "bert_tf.tokenization", "bert_tf.config", "bert_tf.fileio",
+    "bert_tf.data", "bert_tf.data.pretraining_data", "bert_tf.data.vocab",
+    "bert_tf.data.demo_corpus", "bert_tf.data.text_features", "bert_tf.data.classifier_data",
+    "bert_tf.data.squad_data",
+)
+HEAVY_MODULES = ("tensorflow", "keras", "tensorflow_text")
+
+# The public names `bert_tf` resolves on first access: name -> (module, attribute or None).
+LAZY_NAMES = {
+    "BertConfig": ("bert_tf.config", "BertConfig"),
+    "BertModel": ("bert_tf.modeling", "BertModel"),
+    "from_pretrained": ("bert_tf.pretrained", "from_pretrained"),
+    "Pretrained": ("bert_tf.pretrained", "Pretrained"),
+    "models": ("bert_tf.models", None),
+}
+
+
+def _env(**updates):
+    """A child's environment: no PYTHONPATH (the child finds bert_tf on its own), CPU only."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "KERAS_BACKEND", "TF_CONFIG")}
+    env.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env.update(updates)
+    return env
+
+
+def _run(command, cwd, env=None, timeout=300):
+    proc = subprocess.run(command, cwd=str(cwd), env=env or _env(), capture_output=True,
+                          text=True, timeout=timeout)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def _child_json(code, cwd, env=None):
+    """Runs `code` with this interpreter, the repository on sys.path; returns its last stdout line as JSON."""
+    prelude = "import sys; sys.path.insert(0, %r)\n" % REPO_ROOT
+    rc, out, err = _run([sys.executable, "-c", prelude + textwrap.dedent(code)], REPO_ROOT, env)
+    assert rc == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------ light imports
+
+
+def test_light_modules_import_neither_tensorflow_nor_keras(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\ncat\n##s\n")
+    result = _child_json("""
+        import importlib, json, os, sys
+        for name in %r:
+            importlib.import_module(name)
+        from bert_tf.tokenization import FullTokenizer
+        tokens = FullTokenizer(%r, do_lower_case=True).tokenize("The cats")
+        light = {"loaded": sorted(m for m in %r if m in sys.modules), "tokens": tokens,
+                 "KERAS_BACKEND": os.environ.get("KERAS_BACKEND")}
+        import bert_tf
+        model = bert_tf.BertModel(bert_tf.BertConfig(vocab_size=20, hidden_size=32,
+            num_hidden_layers=2, num_attention_heads=4, intermediate_size=37))
+        import keras
+        out = model(keras.ops.convert_to_tensor([[2, 4, 5, 3]], "int32"))
+        print(json.dumps({"light": light, "KERAS_BACKEND": os.environ.get("KERAS_BACKEND"),
+                          "backend": keras.config.backend(),
+                          "pooled_shape": list(out["pooled_output"].shape)}))
+        """ % (LIGHT_MODULES, str(vocab), HEAVY_MODULES), tmp_path)
+    assert result["light"]["loaded"] == [], "the light modules imported %s" % result["light"]["loaded"]
+    assert result["light"]["tokens"] == ["the", "cat", "##s"]
+    # Importing a tokenizer leaves the environment alone; the model side sets the default.
+    assert result["light"]["KERAS_BACKEND"] is None
+    assert result["KERAS_BACKEND"] == "tensorflow" and result["backend"] == "tensorflow"
+    assert result["pooled_shape"] == [1, 32]
+
+
+def test_model_side_modules_refuse_another_keras_backend(tmp_path):
+    result = _child_json("""
+        import json, sys
+        import bert_tf.tokenization, bert_tf.data.pretraining_data
+        errors = []
+        for attempt in ("import bert_tf.modeling", "bert_tf.BertModel"):
+            try:
+                exec(attempt)
+                errors.append(None)
+            except ImportError as e:
+                errors.append(str(e))
+        print(json.dumps({"errors": errors, "keras": "keras" in sys.modules}))
+        """, tmp_path, env=_env(KERAS_BACKEND="jax"))
+    for error in result["errors"]:
+        assert error is not None and "TensorFlow backend" in error and "KERAS_BACKEND='jax'" in error
+    assert not result["keras"], "Keras was imported on the wrong backend before the check"
+
+
+def test_every_keras_module_selects_the_backend_first():
+    """A module that imports keras at module level imports bert_tf._backend before keras or tensorflow."""
+    offenders = []
+    for path in sorted(glob.glob(os.path.join(REPO_ROOT, "bert_tf", "**", "*.py"), recursive=True)):
+        relpath = os.path.relpath(path, REPO_ROOT)
+        if relpath == os.path.join("bert_tf", "_backend.py"):
+            continue
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), relpath)
+        seen_backend = False
+        imports_keras = False
+        first_heavy = None
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module == "bert_tf" and any(
+                    a.name == "_backend" for a in node.names):
+                seen_backend = True
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top in ("keras", "tensorflow") and first_heavy is None and not seen_backend:
+                    first_heavy = (node.lineno, name)
+                imports_keras |= top == "keras"
+        if imports_keras and first_heavy is not None:
+            offenders.append("%s:%d imports %s before `from bert_tf import _backend`"
+                             % (relpath, first_heavy[0], first_heavy[1]))
+    assert not offenders, "\n".join(offenders)
+
+
+# ------------------------------------------------------------------ lazy names
+
+
+def test_lazy_names_resolve_and_are_listed():
+    import importlib
+    listed = dir(bert_tf)
+    for name, (module_name, attribute) in LAZY_NAMES.items():
+        assert name in listed and name in bert_tf.__all__
+        module = importlib.import_module(module_name)
+        assert getattr(bert_tf, name) is (module if attribute is None else getattr(module, attribute)), name
+    with pytest.raises(AttributeError, match="no attribute 'BertModle'"):
+        bert_tf.BertModle  # noqa: B018
+
+
+# ------------------------------------------------------------------ the tools' header
+
+
+def test_tools_put_the_repository_on_sys_path_only_in_a_clone(tmp_path):
+    # No tool adds a path unconditionally at module level.
+    for path in sorted(glob.glob(os.path.join(REPO_ROOT, "tools", "*.py"))):
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        for node in tree.body:
+            if isinstance(node, ast.Expr) and re.match(r"sys\.path\.(insert|append)", ast.unparse(node)):
+                raise AssertionError("%s:%d: %s" % (path, node.lineno, ast.unparse(node)))
+    # In a clone (bert_tf/ next to tools/), the clone's package wins over an installed one.
+    clone = tmp_path / "clone"
+    (clone / "tools").mkdir(parents=True)
+    (clone / "bert_tf").mkdir()
+    (clone / "bert_tf" / "__init__.py").write_text("raise ImportError('the clone bert_tf was imported')\n")
+    shutil.copy(os.path.join(REPO_ROOT, "tools", "create_pretraining_data.py"), clone / "tools")
+    rc, _, err = _run([sys.executable, str(clone / "tools" / "create_pretraining_data.py")], tmp_path)
+    assert rc != 0 and "the clone bert_tf was imported" in err, err[-2000:]
+
+
+# ------------------------------------------------------------------ the wheel
+
+
+def _requirement_pins():
+    """requirements.txt's `name==version` lines, as {name: version}."""
+    pins = {}
+    with open(os.path.join(REPO_ROOT, "requirements.txt")) as f:
+        for line in f:
+            line = line.split("#")[0].strip()
+            if line:
+                name, version = line.split("==")
+                pins[name.lower()] = version
+    return pins
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """bert_tf's wheel, built here and installed into a fresh venv: (wheel path, venv python)."""
+    work = tmp_path_factory.mktemp("install")
+    source = work / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(REPO_ROOT, name), source)
+    shutil.copytree(os.path.join(REPO_ROOT, "bert_tf"), source / "bert_tf",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    # Building must not import TensorFlow or Keras: here they fail if imported.
+    blocked = work / "blocked"
+    for name in ("tensorflow", "keras"):
+        (blocked / name).mkdir(parents=True)
+        (blocked / name / "__init__.py").write_text("raise ImportError('imported while building')\n")
+    dist = work / "dist"
+    rc, out, err = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                         "--no-index", "-q", "-w", str(dist), str(source)],
+                        work, _env(PYTHONPATH=str(blocked)))
+    assert rc == 0, out[-2000:] + err[-3000:]
+    (wheel,) = glob.glob(str(dist / "*.whl"))
+
+    venv = work / "venv"
+    rc, _, err = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], work)
+    assert rc == 0, err
+    python = str(venv / "bin" / "python")
+    site_packages = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         work)[1].strip()
+    ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    with open(os.path.join(site_packages, "test_environment.pth"), "w") as f:
+        f.write("".join(p + "\n" for p in sorted(ours)))
+    rc, out, err = _run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps",
+                         "--no-index", "-q", wheel], work)
+    assert rc == 0, out[-2000:] + err[-3000:]
+    return wheel, python, work
+
+
+def test_wheel_holds_every_subpackage(installed):
+    wheel, _, _ = installed
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+    expected = {os.path.relpath(p, REPO_ROOT).replace(os.sep, "/")
+                for p in glob.glob(os.path.join(REPO_ROOT, "bert_tf", "**", "*.py"), recursive=True)}
+    assert expected - names == set()
+    assert not [n for n in names if n.startswith(("tests/", "tools/", "bench/"))]
+
+
+def test_installed_package_imports_outside_the_clone(installed):
+    _, python, work = installed
+    outside = work / "elsewhere"
+    outside.mkdir(exist_ok=True)
+    rc, out, err = _run([python, "-c", textwrap.dedent("""
+        import importlib.metadata, json, sys
+        import bert_tf, bert_tf.tokenization, bert_tf.data.pretraining_data
+        print(json.dumps({
+            "file": bert_tf.__file__, "version": bert_tf.__version__,
+            "dist_version": importlib.metadata.version("bert_tf"),
+            "requires": importlib.metadata.requires("bert_tf"),
+            "heavy": [m for m in ("tensorflow", "keras") if m in sys.modules]}))
+        """)], outside)
+    assert rc == 0, err[-3000:]
+    result = json.loads(out.strip().splitlines()[-1])
+    venv = os.path.dirname(os.path.dirname(python))
+    assert os.path.realpath(result["file"]).startswith(os.path.realpath(venv) + os.sep), result["file"]
+    assert result["dist_version"] == result["version"] == bert_tf.__version__
+    assert result["heavy"] == []
+
+    # Every runtime dependency is declared, unconditionally, as a range that holds the tested pin.
+    from packaging.requirements import Requirement
+    runtime = {}
+    for line in result["requires"]:
+        requirement = Requirement(line)
+        if requirement.marker is None:
+            runtime[requirement.name.lower()] = requirement.specifier
+    pins = _requirement_pins()
+    assert sorted(runtime) == sorted(pins)
+    for name, version in pins.items():
+        assert runtime[name].contains(version), "%s %s excludes the tested %s" % (name, runtime[name], version)
+        assert "==" not in str(runtime[name]), "%s is pinned exactly: %s" % (name, runtime[name])
+
+
+def test_installed_package_runs_a_tool_copied_out_of_the_clone(installed):
+    _, python, work = installed
+    outside = work / "user"
+    (outside / "tools").mkdir(parents=True)
+    shutil.copy(os.path.join(REPO_ROOT, "tools", "create_pretraining_data.py"), outside / "tools")
+    (outside / "vocab.txt").write_text(
+        "".join(t + "\n" for t in "[PAD] [UNK] [CLS] [SEP] [MASK] the cat sat on mat a dog ran .".split()))
+    (outside / "corpus.txt").write_text(
+        "the cat sat on the mat.\na dog ran.\n\nthe dog sat.\nthe cat ran on a mat.\n")
+    rc, out, err = _run([python, "tools/create_pretraining_data.py", "--input_file=corpus.txt",
+                         "--output_file=out.tfrecord", "--vocab_file=vocab.txt",
+                         "--max_seq_length=16", "--max_predictions_per_seq=3", "--dupe_factor=2"],
+                        outside)
+    assert rc == 0, err[-3000:]
+    wrote = re.search(r"Wrote (\d+) total instances", err)
+    assert wrote, err[-3000:]
+    # TFRecord framing: uint64 length, uint32 crc, data, uint32 crc.
+    data = (outside / "out.tfrecord").read_bytes()
+    count, offset = 0, 0
+    while offset < len(data):
+        offset += 8 + 4 + int.from_bytes(data[offset:offset + 8], "little") + 4
+        count += 1
+    assert offset == len(data) and count == int(wrote.group(1)) > 0
