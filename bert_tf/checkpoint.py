@@ -13,6 +13,11 @@ What a Google checkpoint may hold besides the backbone, and what we do with it:
   * optimizer state (`<var>/adam_m`, `<var>/adam_v`, `global_step`): restored
     only when an optimizer is given, otherwise listed as skipped;
   * anything else: an error in strict mode (it means another architecture).
+
+A checkpoint whose files cannot be read (a corrupt or truncated index or data
+file, a missing data shard) is a one-line `UserError` naming the path, and
+every value is read before any is assigned, so a failed load leaves the model
+as it was.
 """
 
 import collections
@@ -34,6 +39,22 @@ OPTIMIZER_SLOT_SUFFIXES = ("/adam_m", "/adam_v")
 GLOBAL_STEP = "global_step"
 # A Google release directory (uncased_L-12_H-768_A-12/) has no `checkpoint` state file.
 RELEASE_CHECKPOINT = "bert_model.ckpt"
+# What TensorFlow raises for unreadable checkpoint files: an OpError (DataLoss
+# for a corrupt index, NotFound for a missing data shard, a checksum mismatch),
+# and IndexError for a data file cut short (its C++ OutOfRange "Read less
+# bytes than requested" surfaces as IndexError).
+_READ_ERRORS = (tf.errors.OpError, IndexError, RuntimeError)
+
+
+def _where(flag, path):
+    """How an error names the checkpoint: `--flag=path`, or the bare path when no flag."""
+    return "--%s=%s" % (flag, path) if flag else str(path)
+
+
+def _first_line(error):
+    text = error.message if isinstance(error, tf.errors.OpError) else str(error)
+    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
+    return lines[0].strip() if lines else type(error).__name__
 
 
 def tf1_name(variable):
@@ -78,10 +99,11 @@ def resolve_checkpoint(path, flag="init_checkpoint"):
     file names, else its highest `model.ckpt-N`, else (a Google release
     directory) `<dir>/bert_model.ckpt`.
 
-    Raises `UserError` naming `flag` if nothing is there.
+    Raises `UserError` naming `flag` (or, with `flag=None`, the path alone)
+    if nothing is there.
     """
     if not path:
-        raise UserError("--%s is empty" % flag)
+        raise UserError("--%s is empty" % flag if flag else "the checkpoint path is empty")
     if tf.io.gfile.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if latest:
@@ -96,17 +118,82 @@ def resolve_checkpoint(path, flag="init_checkpoint"):
         release = os.path.join(path, RELEASE_CHECKPOINT)
         if tf.io.gfile.exists(release + ".index"):
             return release
-        raise UserError("--%s=%s: the directory holds no checkpoint (no `checkpoint` file, "
-                        "model.ckpt-N or %s.index)" % (flag, path, RELEASE_CHECKPOINT))
+        raise UserError("%s: the directory holds no checkpoint (no `checkpoint` file, "
+                        "model.ckpt-N or %s.index)" % (_where(flag, path), RELEASE_CHECKPOINT))
     if not tf.io.gfile.exists(path + ".index"):
-        raise UserError("--%s=%s: no checkpoint there (expected %s.index)" % (flag, path, path))
+        raise UserError("%s: no checkpoint there (expected %s.index)" % (_where(flag, path), path))
     return path
 
 
-def list_checkpoint_variables(checkpoint_path):
-    """{name: shape} of every variable in a checkpoint, sorted by name."""
-    return collections.OrderedDict(
-        (name, tuple(shape)) for name, shape in tf.train.list_variables(checkpoint_path))
+def open_checkpoint(checkpoint_path, flag="init_checkpoint"):
+    """Opens a checkpoint prefix: its reader and `{name: shape}` (from the index alone).
+
+    Raises:
+      UserError: the index is unreadable (corrupt, truncated, not a checkpoint),
+        naming `flag` and the path.
+    """
+    try:
+        reader = tf.train.load_checkpoint(checkpoint_path)
+        shapes = reader.get_variable_to_shape_map()
+    except _READ_ERRORS as e:
+        raise UserError("%s: %s.index is not a readable checkpoint index (corrupt, truncated or "
+                        "not a checkpoint: %s)"
+                        % (_where(flag, checkpoint_path), checkpoint_path, _first_line(e)))
+    return reader, shapes
+
+
+def _missing_data_files(checkpoint_path):
+    """The data shards (`<prefix>.data-0000i-of-0000n`) that are not there."""
+    present = tf.io.gfile.glob(checkpoint_path + ".data-*-of-*")
+    counts = set()
+    for name in present:
+        match = re.search(r"\.data-\d+-of-(\d+)$", name)
+        if match:
+            counts.add(int(match.group(1)))
+    if not counts:
+        return [checkpoint_path + ".data-*"]
+    present = set(present)
+    return sorted(name for n in counts for name in
+                  ("%s.data-%05d-of-%05d" % (checkpoint_path, i, n) for i in range(n))
+                  if name not in present)
+
+
+def read_tensors(reader, names, checkpoint_path, flag="init_checkpoint"):
+    """{name: numpy value} of `names`, every one read before the caller assigns any.
+
+    TensorFlow opens a checkpoint from its index alone; a data file that is
+    missing, cut short or corrupt shows only when a value is read.
+
+    Raises:
+      UserError: naming `flag`, the path, and the missing data file or the
+        variable whose bytes are unreadable.
+    """
+    values = collections.OrderedDict()
+    for name in names:
+        try:
+            values[name] = np.asarray(reader.get_tensor(name))
+        except _READ_ERRORS as e:
+            missing = _missing_data_files(checkpoint_path)
+            if missing:
+                raise UserError("%s: the checkpoint's data file %s is missing%s "
+                                "(nothing was loaded)"
+                                % (_where(flag, checkpoint_path), missing[0],
+                                   "" if len(missing) == 1 else
+                                   " (and %d more)" % (len(missing) - 1)))
+            raise UserError("%s: variable %s cannot be read: the checkpoint's data file is "
+                            "truncated or corrupt (%s; nothing was loaded)"
+                            % (_where(flag, checkpoint_path), name, _first_line(e)))
+    return values
+
+
+def list_checkpoint_variables(checkpoint_path, flag="init_checkpoint"):
+    """{name: shape} of every variable in a checkpoint, sorted by name.
+
+    Raises:
+      UserError: the checkpoint's index is unreadable (see `open_checkpoint`).
+    """
+    _, shapes = open_checkpoint(checkpoint_path, flag)
+    return collections.OrderedDict((name, tuple(shapes[name])) for name in sorted(shapes))
 
 
 def is_optimizer_variable(name):
@@ -126,7 +213,8 @@ class LoadReport(
       loaded: checkpoint names assigned to a model variable.
       unused_heads: head variables in the checkpoint the target does not have.
       skipped_optimizer: optimizer state not restored (no optimizer given).
-      uninitialized: target variables the checkpoint lacks (non-strict loads only).
+      uninitialized: target variables the checkpoint lacks (non-strict loads, and
+        heads that `allow_missing_heads` let start from their initializer).
       global_step: the checkpoint's `global_step`, or None.
     """
 
@@ -141,7 +229,7 @@ def get_assignment_map_from_checkpoint(tvars, init_checkpoint):
     name_to_variable = _collect_variables(list(tvars))
     assignment_map = collections.OrderedDict()
     initialized_variable_names = {}
-    for name, _ in tf.train.list_variables(init_checkpoint):
+    for name in list_checkpoint_variables(init_checkpoint):
         if name not in name_to_variable:
             continue
         assignment_map[name] = name
@@ -151,14 +239,14 @@ def get_assignment_map_from_checkpoint(tvars, init_checkpoint):
 
 
 def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
-                    flag="init_checkpoint"):
+                    flag="init_checkpoint", allow_missing_heads=False):
     """Loads a Google-format checkpoint into Keras variables by TF1 name.
 
     Args:
       target: a `BertModel`, a layer (e.g. `BertPretrainingHeads`), a list of
         them, or a list of variables.
       checkpoint_path: checkpoint prefix (`.../bert_model.ckpt`) or a directory
-        (its latest checkpoint).
+        (its latest checkpoint, or a release directory's `bert_model.ckpt`).
       strict: if True (for loading a released model), every target variable
         must be in the checkpoint, and the checkpoint may hold nothing but the
         target's variables, known heads and optimizer state. If False (the
@@ -167,18 +255,23 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
       optimizer: an optimizer with `get_slot_variables(variable)` returning
         `{"adam_m": ..., "adam_v": ...}`; when given, the slots are restored
         too (each must be present).
-      flag: the flag name used in error messages.
+      flag: the flag name used in error messages (None: name the path alone).
+      allow_missing_heads: with `strict`, the target's head variables (`cls/*`,
+        `output_weights`/`output_bias`) may be absent from the checkpoint, all
+        of them together: they keep their initial values and are listed in the
+        report's `uninitialized` (a task head fine-tuned from a released
+        model). A head that is in the checkpoint is loaded; one that is partly
+        there is still an error.
 
     Returns:
       A `LoadReport`.
 
     Raises:
       UserError: a missing, unexpected or wrong-shaped variable, named with
-        both shapes.
+        both shapes; unreadable checkpoint files. Nothing is assigned then.
     """
     checkpoint_path = resolve_checkpoint(checkpoint_path, flag)
-    reader = tf.train.load_checkpoint(checkpoint_path)
-    ckpt_shapes = reader.get_variable_to_shape_map()
+    reader, ckpt_shapes = open_checkpoint(checkpoint_path, flag)
     model_vars = _collect_variables(target)
 
     # Shapes first, so nothing is assigned when anything is wrong.
@@ -191,14 +284,23 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
         got = tuple(ckpt_shapes[name])
         if want != got:
             raise UserError(
-                "--%s=%s: variable %s has shape %s in the checkpoint but %s in the model "
-                "(is bert_config_file the checkpoint's config?)"
-                % (flag, checkpoint_path, name, list(got), list(want)))
+                "%s: variable %s has shape %s in the checkpoint but %s in the model (%s)"
+                % (_where(flag, checkpoint_path), name, list(got), list(want),
+                   "is num_labels the checkpoint's number of labels?"
+                   if name in UNSCOPED_HEAD_VARIABLES else
+                   "is bert_config_file the checkpoint's config?"))
+    absent_heads = []
+    heads = [n for n in model_vars if is_head_variable(n)]
+    if strict and allow_missing_heads and heads and all(n in missing for n in heads):
+        # A task head fine-tuned from a model without it starts from its initializer.
+        absent_heads = heads
+        missing = [n for n in missing if n not in absent_heads]
     if missing and strict:
         raise UserError(
-            "--%s=%s: variable %s (shape %s) is missing from the checkpoint%s"
-            % (flag, checkpoint_path, missing[0], list(model_vars[missing[0]].shape),
+            "%s: variable %s (shape %s) is missing from the checkpoint%s"
+            % (_where(flag, checkpoint_path), missing[0], list(model_vars[missing[0]].shape),
                "" if len(missing) == 1 else " (and %d more)" % (len(missing) - 1)))
+    missing = missing + absent_heads
 
     unused_heads, skipped_optimizer, unexpected = [], [], []
     for name in sorted(ckpt_shapes):
@@ -212,8 +314,8 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
             unexpected.append(name)
     if unexpected and strict:
         raise UserError(
-            "--%s=%s: checkpoint variable %s (shape %s) has no place in the model%s"
-            % (flag, checkpoint_path, unexpected[0], list(ckpt_shapes[unexpected[0]]),
+            "%s: checkpoint variable %s (shape %s) has no place in the model%s"
+            % (_where(flag, checkpoint_path), unexpected[0], list(ckpt_shapes[unexpected[0]]),
                "" if len(unexpected) == 1 else " (and %d more)" % (len(unexpected) - 1)))
 
     slot_assignments = []
@@ -227,15 +329,15 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
         zero_slots = []
         for name, variable in model_vars.items():
             slots = optimizer.get_slot_variables(variable) if variable.trainable else None
-            if not slots:
+            if not slots or name in absent_heads:
                 continue
             for slot_name, slot in slots.items():
                 key = "%s/%s" % (name, slot_name)
                 if key not in ckpt_shapes:
                     if not has_slots:
-                        raise UserError("--%s=%s: optimizer slot %s is missing from the "
+                        raise UserError("%s: optimizer slot %s is missing from the "
                                         "checkpoint (it holds no optimizer state)"
-                                        % (flag, checkpoint_path, key))
+                                        % (_where(flag, checkpoint_path), key))
                     zero_slots.append(key)
                     continue
                 slot_assignments.append((key, slot))
@@ -246,17 +348,21 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
         restored = set(k for k, _ in slot_assignments)
         skipped_optimizer = [n for n in skipped_optimizer if n not in restored and n != GLOBAL_STEP]
 
-    loaded = []
-    for name, variable in model_vars.items():
-        if name in ckpt_shapes:
-            variable.assign(reader.get_tensor(name).astype(variable.dtype))
-            loaded.append(name)
+    # Every value is read before any is assigned: a data file that is cut
+    # short or corrupt fails here, with the model still as it was.
+    loaded = [name for name in model_vars if name in ckpt_shapes]
+    values = read_tensors(
+        reader, loaded + [key for key, _ in slot_assignments]
+        + ([GLOBAL_STEP] if GLOBAL_STEP in ckpt_shapes else []), checkpoint_path, flag)
+    for name in loaded:
+        variable = model_vars[name]
+        variable.assign(values[name].astype(variable.dtype))
     for key, slot in slot_assignments:
-        slot.assign(reader.get_tensor(key).astype(slot.dtype))
+        slot.assign(values[key].astype(slot.dtype))
 
     global_step = None
     if GLOBAL_STEP in ckpt_shapes:
-        global_step = int(reader.get_tensor(GLOBAL_STEP))
+        global_step = int(values[GLOBAL_STEP])
     report = LoadReport(loaded, unused_heads, skipped_optimizer, missing, global_step)
     logging.info("Loaded %d variables from %s", len(loaded), checkpoint_path)
     if unused_heads:
@@ -349,12 +455,14 @@ def save_checkpoint(target, checkpoint_prefix, optimizer=None, global_step=None,
     return write_checkpoint(checkpoint_prefix, values, update_state=update_state)
 
 
-def read_checkpoint(checkpoint_path):
-    """{name: numpy array} of every variable in a checkpoint."""
-    reader = tf.train.load_checkpoint(checkpoint_path)
-    return collections.OrderedDict(
-        (name, np.asarray(reader.get_tensor(name)))
-        for name in sorted(reader.get_variable_to_shape_map()))
+def read_checkpoint(checkpoint_path, flag="init_checkpoint"):
+    """{name: numpy array} of every variable in a checkpoint, sorted by name.
+
+    Raises:
+      UserError: unreadable checkpoint files (see `open_checkpoint`, `read_tensors`).
+    """
+    reader, shapes = open_checkpoint(checkpoint_path, flag)
+    return read_tensors(reader, sorted(shapes), checkpoint_path, flag)
 
 
 def expected_tf1_variables(config, heads=False):

@@ -76,3 +76,16 @@ def original_checkpoint(tmp_path_factory):
                "heads", "optimizer")
     return {"config": config, "ckpt": ckpt, "inputs": inputs, "dir": str(d),
             "outputs": dict(np.load(d / "outputs.npz"))}
+
+
+@pytest.fixture
+def info_logs(caplog):
+    """caplog at INFO for absl's logger too (another test may have set its verbosity)."""
+    import logging as std_logging
+    from absl import logging as absl_logging
+    old_verbosity = absl_logging.get_verbosity()
+    absl_logging.set_verbosity(absl_logging.INFO)
+    caplog.set_level(std_logging.INFO)
+    caplog.set_level(std_logging.INFO, logger="absl")
+    yield caplog
+    absl_logging.set_verbosity(old_verbosity)

@@ -143,3 +143,120 @@ def test_state_file_of_a_relative_output_dir_lists_bare_names(tmp_path, monkeypa
     training.prune_checkpoints(os.path.join("out", "mrpc"), keep_checkpoint_max=1)
     assert sorted(os.listdir(os.path.join("out", "mrpc"))) == [
         "checkpoint", "model.ckpt-3.data-00000-of-00001", "model.ckpt-3.index"]
+
+
+def test_release_directory_without_state_file_loads(tmp_path):
+    # A Google release directory: bert_model.ckpt.*, no `checkpoint` state file.
+    model, heads = _model()
+    release = tmp_path / "uncased_L-12_H-768_A-12"
+    checkpoint.save_checkpoint([model, heads], str(release / "bert_model.ckpt"),
+                               update_state=False)
+    assert sorted(os.listdir(release)) == ["bert_model.ckpt.data-00000-of-00001",
+                                           "bert_model.ckpt.index"]
+    clone, _ = _model()
+    report = checkpoint.load_checkpoint(clone, str(release))
+    assert len(report.loaded) == len(model.weights)
+    assert sorted(report.unused_heads) == sorted(checkpoint.tf1_name(v) for v in heads.weights)
+    for a, b in zip(model.weights, clone.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+
+
+def test_directory_without_checkpoints_names_the_flag(tmp_path):
+    # An output_dir whose checkpoints were deleted: the state file names
+    # files that are gone, and other files are there.
+    model, _ = _model()
+    out = tmp_path / "output_dir"
+    checkpoint.save_checkpoint(model, str(out / "model.ckpt-3"), global_step=3)
+    for suffix in (".index", ".data-00000-of-00001"):
+        os.remove(str(out / "model.ckpt-3") + suffix)
+    (out / "eval_results.txt").write_text("eval_accuracy = 0.5\n")
+    with pytest.raises(UserError) as e:
+        checkpoint.load_checkpoint(model, str(out), strict=False)
+    assert str(e.value) == (
+        "--init_checkpoint=%s: the directory holds no checkpoint (no `checkpoint` file, "
+        "model.ckpt-N or bert_model.ckpt.index)" % out)
+
+
+def _damage(prefix, how):
+    data = prefix + ".data-00000-of-00001"
+    if how == "garbage index":
+        with open(prefix + ".index", "wb") as f:
+            f.write(b"\x00not a checkpoint index" * 16)
+    elif how == "truncated index":
+        size = os.path.getsize(prefix + ".index")
+        with open(prefix + ".index", "r+b") as f:
+            f.truncate(size // 2)
+    elif how == "truncated data":
+        # Cut short at 90%: the first tensors still read (the word embeddings
+        # among them), later ones fail.
+        with open(data, "r+b") as f:
+            f.truncate(int(os.path.getsize(data) * 0.9))
+    elif how == "flipped byte":
+        with open(data, "r+b") as f:
+            f.seek(os.path.getsize(data) - 8)
+            byte = f.read(1)
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([byte[0] ^ 0xFF]))
+    elif how == "missing data":
+        os.remove(data)
+
+
+@pytest.mark.parametrize("how,expected", [
+    ("garbage index", "bert_model.ckpt.index is not a readable checkpoint index"),
+    ("truncated index", "bert_model.ckpt.index is not a readable checkpoint index"),
+    ("truncated data", "the checkpoint's data file is truncated or corrupt"),
+    ("flipped byte", "the checkpoint's data file is truncated or corrupt"),
+    ("missing data", "the checkpoint's data file %s.data-* is missing"),
+])
+def test_unreadable_checkpoint_is_one_line_and_assigns_nothing(tmp_path, how, expected):
+    saved, heads = _model()
+    prefix = checkpoint.save_checkpoint([saved, heads], str(tmp_path / "bert_model.ckpt"),
+                                        global_step=5)
+    _damage(prefix, how)
+    if how == "truncated data":
+        # What a loader that assigns as it reads would already have assigned.
+        reader = tf.train.load_checkpoint(prefix)
+        reader.get_tensor("bert/embeddings/word_embeddings")
+    model, model_heads = _model(initializer_range=0.5)
+    before = [v.numpy().copy() for v in model.weights + model_heads.weights]
+    for flag in ("init_checkpoint", "output_dir"):
+        with pytest.raises(UserError) as e:
+            checkpoint.load_checkpoint([model, model_heads], prefix, flag=flag)
+        message = str(e.value)
+        assert message.startswith("--%s=%s: " % (flag, prefix)), message
+        assert (expected % prefix if "%s" in expected else expected) in message, message
+        assert "\n" not in message
+    for value, v in zip(before, model.weights + model_heads.weights):
+        np.testing.assert_array_equal(v.numpy(), value, err_msg=v.path)
+    # The other readers say the same.
+    with pytest.raises(UserError, match="--init_checkpoint="):
+        checkpoint.read_checkpoint(prefix)
+    if "index" in how:
+        with pytest.raises(UserError, match="not a readable checkpoint index"):
+            checkpoint.list_checkpoint_variables(prefix)
+
+
+def test_allow_missing_heads_takes_a_whole_head_or_none(tmp_path):
+    from bert_tf.classifier import BertClassifier
+    config = BertConfig.from_dict(TINY_CONFIG)
+    backbone = BertModel(config)
+    prefix = checkpoint.save_checkpoint(backbone, str(tmp_path / "release" / "bert_model.ckpt"))
+    classifier = BertClassifier(config, 3)
+    with pytest.raises(UserError, match="output_weights .* is missing from the checkpoint"):
+        checkpoint.load_checkpoint(classifier, prefix)
+    report = checkpoint.load_checkpoint(classifier, prefix, allow_missing_heads=True)
+    assert sorted(report.uninitialized) == ["output_bias", "output_weights"]
+    np.testing.assert_array_equal(classifier.bert.embedding_table.numpy(),
+                                  backbone.embedding_table.numpy())
+    # Half a head is a damaged checkpoint, not a fresh head.
+    values = checkpoint.read_checkpoint(prefix)
+    values["output_weights"] = classifier.classifier.output_weights
+    half = checkpoint.write_checkpoint(str(tmp_path / "half" / "model.ckpt-1"), values)
+    with pytest.raises(UserError, match="output_bias .* is missing from the checkpoint"):
+        checkpoint.load_checkpoint(classifier, half, allow_missing_heads=True)
+    # The backbone is never optional.
+    del values["bert/pooler/dense/bias"]
+    values["output_bias"] = classifier.classifier.output_bias
+    no_pooler = checkpoint.write_checkpoint(str(tmp_path / "no_pooler" / "model.ckpt-1"), values)
+    with pytest.raises(UserError, match="bert/pooler/dense/bias .* is missing"):
+        checkpoint.load_checkpoint(classifier, no_pooler, allow_missing_heads=True)

@@ -1,0 +1,201 @@
+"""`from_pretrained`: a released or trained BERT in one call (new; the original took three flags).
+
+The original's tools take the model as three flags (`--bert_config_file`,
+`--init_checkpoint`, `--vocab_file`) plus `--do_lower_case`; `from_pretrained`
+reads all of them from one path:
+
+  config, model, tokenizer = bert_tf.from_pretrained("uncased_L-12_H-768_A-12")
+
+  path                                  checkpoint               config and vocab
+  uncased_L-12_H-768_A-12/ (a Google    bert_model.ckpt          bert_config.json, vocab.txt there
+    release: no `checkpoint` file)
+  output_dir/ (run_classifier, ...)     its latest model.ckpt-N  there, or bert_config_file=,
+                                                                 vocab_file=
+  .../bert_model.ckpt, .../model.ckpt-N that prefix              its directory, or the same
+                                                                 arguments
+
+The load is strict (`bert_tf.checkpoint.load_checkpoint`): every variable of
+the backbone (and of the pre-training heads) must be in the checkpoint with its
+shape. A task head (classifier, SQuAD) that the checkpoint has is loaded (a
+fine-tuned run gives back its fine-tuned model); one it lacks (a release)
+starts from the original's initializer, ready to be fine-tuned, and the log
+says so.
+"""
+
+import collections
+import os
+import re
+
+import tensorflow as tf
+from absl import logging
+
+from bert_tf import checkpoint as checkpoint_lib
+from bert_tf import tokenization
+from bert_tf.classifier import BertClassifier
+from bert_tf.config import BertConfig
+from bert_tf.errors import UserError
+from bert_tf.modeling import BertModel
+from bert_tf.pretraining import BertPretrainer
+from bert_tf.squad import BertSquad
+
+CONFIG_NAME = "bert_config.json"
+VOCAB_NAME = "vocab.txt"
+# head= -> the model class (None: the backbone alone).
+HEADS = collections.OrderedDict([
+    (None, BertModel),
+    ("pretraining", BertPretrainer),
+    ("classifier", BertClassifier),
+    ("squad", BertSquad),
+])
+# Heads a release does not have: they start from their initializer when absent.
+TASK_HEADS = ("classifier", "squad")
+
+# The original's pattern for a release's name in a checkpoint path
+# (`validate_case_matches_checkpoint`): the directory of `bert_model.ckpt`.
+_RELEASE_NAME_RE = re.compile("^.*?([A-Za-z0-9_-]+)/bert_model.ckpt")
+
+
+class Pretrained(collections.namedtuple("Pretrained", ["config", "model", "tokenizer"])):
+    """What `from_pretrained` returns.
+
+    Attributes:
+      config: the `BertConfig` read from `bert_config.json`.
+      model: a `BertModel`, or with a head a `BertPretrainer`, `BertClassifier`
+        or `BertSquad`, with the checkpoint's weights.
+      tokenizer: the `FullTokenizer` of the vocab, with the model's casing.
+    """
+
+    __slots__ = ()
+
+
+def infer_do_lower_case(init_checkpoint):
+    """The casing a checkpoint's name implies; True when it says nothing.
+
+    As the original's `validate_case_matches_checkpoint`, only a release's
+    directory name counts (`.../<name>/bert_model.ckpt`): its cased models
+    (`cased_L-12_H-768_A-12`, `cased_L-24_H-1024_A-16`,
+    `multi_cased_L-12_H-768_A-12`) give False, its uncased ones True. Port
+    note: any other release name with a `cased` part (`wwm_cased_L-24_H-1024_A-16`)
+    also gives False, where the original's check stays silent; a name
+    without one, or a training run's `model.ckpt-N`, gives True (the
+    original's `--do_lower_case` default).
+    """
+    match = _RELEASE_NAME_RE.match(init_checkpoint or "")
+    if match is None:
+        return True
+    return "cased" not in match.group(1).split("_")
+
+
+def _file_beside(directory, name, argument, checkpoint_path):
+    path = os.path.join(directory, name)
+    if not tf.io.gfile.exists(path):
+        raise UserError("%s: no %s in %s; pass %s= (the %s the checkpoint was trained with)"
+                        % (checkpoint_path, name, directory or ".", argument, name))
+    return path
+
+
+def _classifier_num_labels(checkpoint_path):
+    """The number of labels of the checkpoint's classifier head (`output_weights`)."""
+    shapes = checkpoint_lib.list_checkpoint_variables(checkpoint_path, flag=None)
+    if "output_weights" not in shapes:
+        raise UserError("head='classifier' needs num_labels=: %s holds no classifier head "
+                        "(output_weights) to take it from" % checkpoint_path)
+    return int(shapes["output_weights"][0])
+
+
+def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
+                    bert_config_file=None, vocab_file=None, strict=True):
+    """Loads a BERT checkpoint with its config and tokenizer in one call.
+
+    Args:
+      path: a Google release directory (`bert_config.json`, `vocab.txt`,
+        `bert_model.ckpt.*`), a training run's `output_dir` (its latest
+        `model.ckpt-N`), or a checkpoint prefix.
+      head: which model to build and load:
+        None: the backbone, `BertModel` (outputs `sequence_output`,
+          `pooled_output`, ...); the checkpoint's heads are left out;
+        "pretraining": `BertPretrainer`, the backbone with the masked-LM and
+          next-sentence heads (`cls/*`, in every release);
+        "classifier": `BertClassifier` (the original `run_classifier` head);
+        "squad": `BertSquad` (the original `run_squad` head).
+        A task head that the checkpoint lacks starts from its initializer.
+      num_labels: the classifier's number of labels (1: regression). Taken
+        from the checkpoint's head when it has one; needed otherwise.
+      do_lower_case: lower-case and strip accents in the tokenizer. None
+        infers it from the release's directory name (`infer_do_lower_case`);
+        a value that contradicts it raises the original's error.
+      bert_config_file: the model's `bert_config.json`, when it is not next
+        to the checkpoint (a training run's `output_dir` may not hold one).
+      vocab_file: the model's `vocab.txt`, likewise.
+      strict: False loads the variables the checkpoint shares with the model
+        and leaves the rest as initialized (the original's `init_checkpoint`).
+
+    Returns:
+      `Pretrained(config, model, tokenizer)`, a named tuple.
+
+    Raises:
+      UserError: one line naming the path, file or argument at fault: no
+        checkpoint, an unreadable or incomplete one, a missing
+        `bert_config.json` or `vocab.txt`, a vocab larger than `vocab_size` or
+        without `[CLS]`/`[SEP]`/`[UNK]`, a casing that contradicts the
+        release's name, an unknown head.
+
+    Example:
+
+      config, model, tokenizer = bert_tf.from_pretrained("uncased_L-12_H-768_A-12")
+      tokens = ["[CLS]"] + tokenizer.tokenize("Hello, world!") + ["[SEP]"]
+      ids = tf.constant([tokenizer.convert_tokens_to_ids(tokens)])
+      pooled = model(ids, training=False)["pooled_output"]        # [1, 768]
+
+      # Fine-tuning from a release: a fresh 3-way classifier on the backbone.
+      _, classifier, _ = bert_tf.from_pretrained(
+          "uncased_L-12_H-768_A-12", head="classifier", num_labels=3)
+      # A run_classifier output_dir gives back its fine-tuned classifier.
+      _, classifier, _ = bert_tf.from_pretrained(
+          "mrpc_output/", head="classifier",
+          bert_config_file="uncased_L-12_H-768_A-12/bert_config.json",
+          vocab_file="uncased_L-12_H-768_A-12/vocab.txt")
+    """
+    if head not in HEADS:
+        raise UserError("head=%r: not a head (one of %s)"
+                        % (head, ", ".join(repr(h) for h in HEADS)))
+    if num_labels is not None and head != "classifier":
+        raise UserError("num_labels=%r is for head='classifier' only (head=%r)"
+                        % (num_labels, head))
+    if num_labels is not None and (isinstance(num_labels, bool) or not isinstance(num_labels, int)
+                                   or num_labels < 1):
+        raise UserError("num_labels=%r: must be a positive integer" % (num_labels,))
+    checkpoint_path = checkpoint_lib.resolve_checkpoint(
+        os.fspath(path) if path is not None else path, flag=None)
+    directory = os.path.dirname(checkpoint_path)
+
+    if bert_config_file is None:
+        bert_config_file = _file_beside(directory, CONFIG_NAME, "bert_config_file",
+                                        checkpoint_path)
+    config = BertConfig.from_json_file(os.fspath(bert_config_file))
+    if vocab_file is None:
+        vocab_file = _file_beside(directory, VOCAB_NAME, "vocab_file", checkpoint_path)
+    vocab_file = os.fspath(vocab_file)
+    tokenization.check_vocab(vocab_file, config, bert_config_file=bert_config_file)
+
+    if do_lower_case is None:
+        do_lower_case = infer_do_lower_case(checkpoint_path)
+        logging.info("do_lower_case=%s (from the checkpoint path %s)", do_lower_case,
+                     checkpoint_path)
+    else:
+        tokenization.validate_case_matches_checkpoint(do_lower_case, checkpoint_path)
+    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=bool(do_lower_case))
+
+    if head == "classifier":
+        if num_labels is None:
+            num_labels = _classifier_num_labels(checkpoint_path)
+        model = BertClassifier(config, num_labels)
+    else:
+        model = HEADS[head](config)
+    report = checkpoint_lib.load_checkpoint(model, checkpoint_path, strict=strict, flag=None,
+                                            allow_missing_heads=head in TASK_HEADS)
+    fresh = [n for n in report.uninitialized if checkpoint_lib.is_head_variable(n)]
+    if head in TASK_HEADS and fresh:
+        logging.info("The %s head is not in %s: it starts from its initializer (%s), "
+                     "to be fine-tuned", head, checkpoint_path, ", ".join(fresh))
+    return Pretrained(config, model, tokenizer)
