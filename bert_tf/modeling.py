@@ -1,5 +1,6 @@
 """The BERT backbone (original: `modeling.BertModel`)."""
 
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 import keras
 from keras import ops
 
@@ -118,8 +119,6 @@ class BertModel(keras.Model):
         }
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(BertConfig.from_dict(config["config"]), name=config.get("name", "bert"))
+        config = super().get_config()
+        config["config"] = self.config.to_dict()
+        return config

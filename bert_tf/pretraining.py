@@ -10,22 +10,26 @@ The losses re-state the original's maths:
   next sentence:  loss = mean(-log p(next_sentence_labels))
   total_loss = masked LM loss + next sentence loss (no weighting)
 
-`bert_tf.tasks.PretrainingTask` packages them for `bert_tf.training.Trainer`.
+`bert_tf.tasks.PretrainingTask` packages them for `bert_tf.training.Trainer`,
+and for Keras's `compile` / `fit` / `evaluate` / `predict` on `BertPretrainer`
+itself (`bert_tf.training.keras_model.TaskModel`, the trainer's replica step).
 """
 
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 import keras
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.heads import BertPretrainingHeads
 from bert_tf.modeling import BertModel
+from bert_tf.training.keras_model import TaskModel
 
 # The original's `+ 1e-5` in the masked-LM loss denominator.
 MASKED_LM_DENOMINATOR_EPSILON = 1e-5
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertPretrainer(keras.Model):
+class BertPretrainer(TaskModel, keras.Model):
     """BERT with the pre-training heads (original: `BertModel` + `get_*_output` in `model_fn`).
 
     Checkpoint variables: every `bert/...` variable of `BertModel`, plus
@@ -49,6 +53,17 @@ class BertPretrainer(keras.Model):
       dict: `masked_lm_logits` float32 [batch_size, max_predictions_per_seq,
       vocab_size], `next_sentence_logits` float32 [batch_size, 2],
       `sequence_output`, `pooled_output` (the backbone's).
+
+    Keras training (`TaskModel`): `compile(optimizer=create_optimizer(...))`,
+    then `fit` on the pre-training records' features
+    (`bert_tf.data.input_pipeline`), or on `(x, y)` with `y` a dict of
+    `masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels`. The loss is
+    the original's total_loss (masked LM with denominator sum(w) + 1e-5, plus
+    the next-sentence mean), the normalizers summed over replicas; training
+    logs `loss`, `masked_lm_accuracy`, `next_sentence_accuracy`. `evaluate`
+    returns the original's `masked_lm_accuracy`, `masked_lm_loss`,
+    `next_sentence_accuracy`, `next_sentence_loss` and the Estimator's
+    `loss`. `predict` returns `masked_lm_logits` and `next_sentence_logits`.
     """
 
     def __init__(self, config, name="bert_pretrainer", **kwargs):
@@ -58,8 +73,14 @@ class BertPretrainer(keras.Model):
         self.config = config
         self.bert = BertModel(config)
         self.cls = BertPretrainingHeads(config)
+        self.build()
+
+    def build(self, input_shape=None):
+        # Every weight is made by the constructors (a checkpoint loads before any call).
+        self.built = True
 
     def call(self, features, training=None):
+        features = self.model_inputs(features)
         outputs = self.bert(features["input_ids"], input_mask=features["input_mask"],
                             token_type_ids=features["segment_ids"], training=training)
         masked_lm_logits, next_sentence_logits = self.cls(
@@ -72,13 +93,21 @@ class BertPretrainer(keras.Model):
             "pooled_output": outputs["pooled_output"],
         }
 
-    def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
+    def make_task(self):
+        from bert_tf.tasks.pretraining import PretrainingTask
+        return PretrainingTask(self.config)
 
-    @classmethod
-    def from_config(cls, config):
-        return cls(BertConfig.from_dict(config["config"]),
-                   name=config.get("name", "bert_pretrainer"))
+    def task_label_keys(self):
+        return ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+
+    def prediction_outputs(self, outputs, features):
+        return {"masked_lm_logits": outputs["masked_lm_logits"],
+                "next_sentence_logits": outputs["next_sentence_logits"]}
+
+    def get_config(self):
+        config = super().get_config()
+        config["config"] = self.config.to_dict()
+        return config
 
 
 def masked_lm_example_loss(masked_lm_logits, masked_lm_ids):

@@ -18,6 +18,10 @@ Evaluation works the same way with sums: `eval_step` returns per-replica
 sums weighted by `is_real_example` (padding examples weigh 0), the trainer
 adds them over replicas and batches, and `eval_results` turns them into the
 original's metrics.
+
+The same contract drives Keras: the models' `fit` / `evaluate`
+(`bert_tf.training.keras_model.TaskModel`) run the trainer's replica step and
+keep these sums in Keras metrics.
 """
 
 import abc
@@ -64,7 +68,11 @@ class Task(abc.ABC):
         """
 
     def train_metrics(self, sums):
-        """Host-side training metrics (logged, summarized) from summed metric values."""
+        """Training metrics (logged, summarized) from summed metric values.
+
+        `sums` holds Python floats (the trainer) or float32 Tensors (the
+        models' Keras `fit`); divide with `safe_div`, which takes both.
+        """
         return {}
 
     def eval_step(self, model, features):
@@ -76,7 +84,11 @@ class Task(abc.ABC):
         raise NotImplementedError("task %s has no evaluation" % self.name)
 
     def eval_results(self, sums, num_batches):
-        """The metrics, from sums over all batches (with `batch_loss_sum`)."""
+        """The metrics, from sums over all batches (with `batch_loss_sum`).
+
+        Python floats (the trainer) or float32 Tensors (Keras `evaluate`), as
+        for `train_metrics`.
+        """
         raise NotImplementedError("task %s has no evaluation" % self.name)
 
     def eval_results_from_predictions(self, outputs):
@@ -105,7 +117,15 @@ def num_examples(features):
 
 
 def safe_div(numerator, denominator):
-    """Host-side `numerator / denominator`, 0.0 when the denominator is 0."""
+    """`numerator / denominator`, 0.0 when the denominator is 0.
+
+    On Python numbers (the trainer's host-side sums) a float; on Tensors (the
+    sums a Keras metric holds, inside or outside a tf.function) a float32
+    Tensor, so `train_metrics` and `eval_results` serve both.
+    """
+    if tf.is_tensor(numerator) or tf.is_tensor(denominator):
+        return tf.math.divide_no_nan(tf.cast(numerator, tf.float32),
+                                     tf.cast(denominator, tf.float32))
     numerator = float(numerator)
     denominator = float(denominator)
     return numerator / denominator if denominator else 0.0

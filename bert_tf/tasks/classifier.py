@@ -41,6 +41,11 @@ def spearman(x, y):
     return pearson(_ranks(x), _ranks(y))
 
 
+def _label_ids(features):
+    """int32 [batch_size]: the class labels (int64 ones too, e.g. from numpy through Keras)."""
+    return tf.reshape(tf.cast(features["label_ids"], tf.int32), [-1])
+
+
 class ClassifierTask(Task):
     """Classification (or regression) on the pooled output.
 
@@ -73,7 +78,7 @@ class ClassifierTask(Task):
             self.eval_sum_keys = ("weight", "loss_sum", "correct")
 
     def build_model(self):
-        return BertClassifier(self.config, self.num_labels)
+        return BertClassifier(self.config, self.num_labels, is_regression=self.is_regression)
 
     def _example_losses(self, logits, label_ids):
         """(per_example_loss, predictions): class ids, or scores for regression."""
@@ -89,11 +94,11 @@ class ClassifierTask(Task):
         logits = model(features, training=training)["logits"]
         per_example_loss, predictions = self._example_losses(logits, features["label_ids"])
         loss = tf.reduce_sum(per_example_loss) / normalizers["examples"]
-        labels = tf.reshape(features["label_ids"], [-1])
         if self.is_regression:
             first = tf.reduce_sum(per_example_loss)
         else:
-            first = tf.reduce_sum(tf.cast(tf.equal(predictions, labels), tf.float32))
+            first = tf.reduce_sum(tf.cast(tf.equal(predictions, _label_ids(features)),
+                                          tf.float32))
         return loss, dict(zip(self.metric_sum_keys, (first, num_examples(features))))
 
     def train_metrics(self, sums):
@@ -108,9 +113,8 @@ class ClassifierTask(Task):
         sums = {"weight": tf.reduce_sum(weights),
                 "loss_sum": tf.reduce_sum(weights * per_example_loss)}
         if not self.is_regression:
-            labels = tf.reshape(features["label_ids"], [-1])
             sums["correct"] = tf.reduce_sum(
-                weights * tf.cast(tf.equal(predictions, labels), tf.float32))
+                weights * tf.cast(tf.equal(predictions, _label_ids(features)), tf.float32))
         return sums
 
     def eval_batch_loss(self, batch_sums):

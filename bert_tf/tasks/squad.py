@@ -6,6 +6,7 @@ from bert_tf.squad import BertSquad
 from bert_tf.squad import span_example_loss
 from bert_tf.tasks.base import Task
 from bert_tf.tasks.base import num_examples
+from bert_tf.tasks.base import safe_div
 
 
 class SquadTask(Task):
@@ -40,16 +41,15 @@ class SquadTask(Task):
         def correct(logits, positions):
             predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
             return tf.reduce_sum(tf.cast(
-                tf.equal(predicted, tf.reshape(positions, [-1])), tf.float32))
+                tf.equal(predicted, tf.reshape(tf.cast(positions, tf.int32), [-1])), tf.float32))
 
         return loss, {"start_correct": correct(outputs["start_logits"], features["start_positions"]),
                       "end_correct": correct(outputs["end_logits"], features["end_positions"]),
                       "examples": num_examples(features)}
 
     def train_metrics(self, sums):
-        examples = max(sums["examples"], 1.0)
-        return {"start_accuracy": sums["start_correct"] / examples,
-                "end_accuracy": sums["end_correct"] / examples}
+        return {"start_accuracy": safe_div(sums["start_correct"], sums["examples"]),
+                "end_accuracy": safe_div(sums["end_correct"], sums["examples"])}
 
     def predict_step(self, model, features):
         outputs = model(features, training=False)

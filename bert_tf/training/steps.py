@@ -9,6 +9,9 @@ the whole global batch. Summed over replicas (Keras all-reduces the gradients
 with SUM) and micro-batches, the gradient is exactly that of the original's
 loss on the global batch; the optimizer then clips it by global norm 1.0 and
 updates.
+
+`bert_tf.training.keras_model.TaskModel` makes the same replica step Keras's
+`train_step`.
 """
 
 import tensorflow as tf

@@ -1,0 +1,36 @@
+"""The model classes, in one place (original: `modeling.BertModel` and each script's `create_model`).
+
+  BertModel        the backbone (`bert/...`)                          bert_tf.modeling
+  BertPretrainer   + the masked-LM and next-sentence heads (`cls/...`) bert_tf.pretraining
+  BertClassifier   + the classifier head (`output_weights`/`_bias`)   bert_tf.classifier
+  BertSquad        + the SQuAD span head (`cls/squad/...`)            bert_tf.squad
+  BertPreprocessor raw text -> input_ids / input_mask / segment_ids   bert_tf.preprocessing
+
+Every class is a Keras 3 object registered for `.keras` files
+(`model.save("x.keras")`, `keras.saving.load_model("x.keras")`), and its
+variables carry the original's checkpoint names (`bert_tf.checkpoint`).
+`BertPretrainer`, `BertClassifier` and `BertSquad` train with Keras's
+`compile` / `fit` (and `evaluate` / `predict`) on the original's maths
+(`bert_tf.training.keras_model.TaskModel`); `bert_tf.callbacks.CheckpointCallback`
+writes and resumes Google-format `model.ckpt-N` checkpoints during `fit`.
+
+Example:
+  ```python
+  from bert_tf.models import BertClassifier, BertPreprocessor
+  from bert_tf.optimization import create_optimizer
+
+  preprocessor = BertPreprocessor("vocab.txt", do_lower_case=True, max_seq_length=128)
+  model = BertClassifier(config, num_labels=2, preprocessor=preprocessor)
+  model.compile(optimizer=create_optimizer(2e-5, num_train_steps=1000, num_warmup_steps=100))
+  model.fit(dataset_of_text_and_labels, epochs=1, steps_per_epoch=1000)
+  probabilities = model.predict(["a great movie", "a dull movie"])["probabilities"]
+  ```
+"""
+
+from bert_tf.classifier import BertClassifier  # noqa: F401
+from bert_tf.modeling import BertModel  # noqa: F401
+from bert_tf.preprocessing import BertPreprocessor  # noqa: F401
+from bert_tf.pretraining import BertPretrainer  # noqa: F401
+from bert_tf.squad import BertSquad  # noqa: F401
+
+__all__ = ["BertClassifier", "BertModel", "BertPreprocessor", "BertPretrainer", "BertSquad"]
