@@ -70,7 +70,10 @@ def define_scale_out_flags(flags):
         ["off", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
         "tf.distribute strategy. Default: tpu with --use_tpu, mirrored with "
         "--num_gpus > 1, one_device with --num_gpus=1, else off.")
-    flags.DEFINE_integer("num_gpus", 0, "GPUs per worker (mirrored / one_device).")
+    flags.DEFINE_integer(
+        "num_gpus", None,
+        "GPUs per worker (mirrored / one_device). Default (or -1): every visible GPU; "
+        "0: the CPU. The devices used are logged.")
     flags.DEFINE_bool("use_xla", False, "Compile each replica's training step with XLA.")
     flags.DEFINE_enum("mixed_precision", None, ["bf16", "fp16"],
                       "Mixed precision: bf16 (TPU, Ampere+ GPUs) or fp16 (with dynamic "
@@ -98,9 +101,10 @@ def strategy_name(flag_values):
         return "tpu"
     if flag_values.distribution_strategy:
         return flag_values.distribution_strategy
-    if flag_values.num_gpus > 1:
+    num_gpus = flag_values.num_gpus
+    if num_gpus is not None and num_gpus > 1:
         return "mirrored"
-    if flag_values.num_gpus == 1:
+    if num_gpus == 1:
         return "one_device"
     return "off"
 
@@ -110,8 +114,8 @@ def strategy_from_flags(flag_values):
     from bert_tf import distribute  # pylint: disable=g-import-not-at-top
     strategy = distribute.get_strategy(
         strategy_name(flag_values), num_gpus=flag_values.num_gpus,
-        tpu=flag_values.tpu_name or flag_values.master, tpu_zone=flag_values.tpu_zone,
-        gcp_project=flag_values.gcp_project)
+        tpu=flag_values.tpu_name, tpu_zone=flag_values.tpu_zone,
+        gcp_project=flag_values.gcp_project, master=flag_values.master)
     if flag_values.use_tpu and flag_values.num_tpu_cores != strategy.num_replicas_in_sync:
         # Port note: TPUStrategy uses every core of the TPU it connects to.
         logging.warning("--num_tpu_cores=%d is ignored: the TPU has %d cores, all used",

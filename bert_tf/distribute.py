@@ -7,6 +7,14 @@ into a `tf.distribute.Strategy` (as Model Garden's
 (`bert_tf.training`) takes the strategy as an argument and works the same under
 every one of them.
 
+The choices are pure functions, testable without accelerators:
+`strategy_devices` (mirrored uses every visible GPU unless `--num_gpus` says
+otherwise, and the CPU, with a warning, when there is none),
+`tpu_resolver_kwargs` (the original's `--tpu_name`, `--tpu_zone`,
+`--gcp_project`, `--master`) and `is_chief_task` (which one process writes
+checkpoints, summaries and results, on a multi-worker cluster or a
+multi-host TPU).
+
 Example (a TPU pod slice, the original's `--use_tpu --tpu_name`):
 
   strategy = get_strategy("tpu", tpu="my-tpu", tpu_zone="us-central1-b",
@@ -15,6 +23,7 @@ Example (a TPU pod slice, the original's `--use_tpu --tpu_name`):
 
 import json
 import os
+import socket
 
 import tensorflow as tf
 from absl import logging
@@ -23,6 +32,11 @@ from bert_tf.errors import UserError
 
 STRATEGIES = ("off", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 ALL_REDUCE_ALGORITHMS = ("auto", "ring", "nccl")
+# `num_gpus` that means every visible GPU (None is the tools' default).
+ALL_GPUS = -1
+# Seconds to wait for a TCP connection to a TPU's grpc:// address before
+# TensorFlow connects (TensorFlow itself would wait without end).
+TPU_CONNECT_TIMEOUT = 30.0
 
 
 def set_logical_cpu_devices(num_devices):
@@ -37,65 +51,179 @@ def set_logical_cpu_devices(num_devices):
         cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)])
 
 
-def get_strategy(distribution_strategy="off", num_gpus=0, tpu=None, tpu_zone=None,
-                 gcp_project=None, all_reduce_alg="auto"):
+def strategy_devices(distribution_strategy, num_gpus, num_visible_gpus,
+                     cpu_devices=("/cpu:0",)):
+    """The devices a strategy runs on: pure, so it is testable without GPUs.
+
+    Args:
+      distribution_strategy: "off" | "one_device" | "mirrored" (other names
+        pick their devices themselves and get None).
+      num_gpus: None or -1 (`ALL_GPUS`): every visible GPU; 0: the CPU; n: the
+        first n GPUs.
+      num_visible_gpus: int, the GPUs TensorFlow sees.
+      cpu_devices: the logical CPU devices (mirrored over them without GPUs).
+
+    Returns:
+      (devices, note): devices is a list of device names (None for "off":
+      TensorFlow places ops itself, on GPU 0 when there is one); note is a
+      sentence for the log saying what runs where, and why.
+
+    Raises:
+      UserError: more GPUs asked for than are visible, or several GPUs for a
+        one-device strategy.
+    """
+    if num_gpus is not None and num_gpus < ALL_GPUS:
+        raise UserError("--num_gpus must be >= 0 (or -1 for every visible GPU), got %r"
+                        % (num_gpus,))
+    all_gpus = num_gpus is None or num_gpus == ALL_GPUS
+    if not all_gpus and num_gpus > num_visible_gpus:
+        raise UserError("--num_gpus=%d but this machine has %d GPU(s)"
+                        % (num_gpus, num_visible_gpus))
+    wanted = num_visible_gpus if all_gpus else num_gpus
+    gpus = ["/gpu:%d" % i for i in range(wanted)]
+    if distribution_strategy == "off":
+        if not all_gpus and num_gpus > 1:
+            raise UserError("--distribution_strategy=off cannot use --num_gpus=%d; use "
+                            "mirrored" % num_gpus)
+        return None, "the default device (%s)" % ("/gpu:0" if num_visible_gpus else "/cpu:0")
+    if distribution_strategy == "one_device":
+        if not all_gpus and num_gpus > 1:
+            raise UserError("--distribution_strategy=one_device cannot use --num_gpus=%d; "
+                            "use mirrored" % num_gpus)
+        if gpus:
+            return gpus[:1], "one_device on /gpu:0"
+        return ["/cpu:0"], ("one_device on /cpu:0 (--num_gpus=0)" if not all_gpus
+                            else "one_device on /cpu:0: no GPU is visible")
+    if distribution_strategy == "mirrored":
+        if gpus:
+            return gpus, "mirrored over %d GPU(s): %s" % (len(gpus), ", ".join(gpus))
+        devices = list(cpu_devices) or ["/cpu:0"]
+        return devices, ("mirrored over the CPU (%s): %s" % (
+            ", ".join(devices), "--num_gpus=0" if not all_gpus else "no GPU is visible"))
+    return None, None
+
+
+def tpu_resolver_kwargs(tpu_name=None, tpu_zone=None, gcp_project=None, master=None):
+    """The `TPUClusterResolver` arguments that the original's TPU flags give.
+
+    As the original's `run_*.py`: the resolver is built from `--tpu_name`
+    (a Cloud TPU name or a grpc://ip:8470 address), `--tpu_zone` and
+    `--gcp_project`; without `--tpu_name`, `--master` (a grpc:// address) names
+    the TPU; with neither, the resolver looks for a TPU itself (a TPU VM's
+    local TPU, or `$TPU_NAME`).
+
+    Returns:
+      (kwargs, flag): kwargs for `TPUClusterResolver` ({"tpu", "zone",
+      "project"}); flag is the flag that named the TPU ("tpu_name", "master")
+      or None, for error messages.
+    """
+    if tpu_name:
+        if master:
+            logging.warning("--master=%s is ignored: --tpu_name=%s names the TPU", master,
+                            tpu_name)
+        tpu, flag = tpu_name, "tpu_name"
+    elif master:
+        tpu, flag = master, "master"
+    else:
+        tpu, flag = "", None
+    return {"tpu": tpu, "zone": tpu_zone or None, "project": gcp_project or None}, flag
+
+
+def _check_reachable(address, timeout=TPU_CONNECT_TIMEOUT):
+    """Raises OSError if nothing accepts a TCP connection at a grpc://host:port address."""
+    if not address or not address.startswith("grpc://"):
+        return
+    host, _, port = address[len("grpc://"):].rpartition(":")
+    try:
+        port = int(port)
+    except ValueError:
+        raise ValueError("%r is not a grpc://host:port address" % address) from None
+    socket.create_connection((host.strip("[]"), port), timeout=timeout).close()
+
+
+def connect_tpu(tpu_name=None, tpu_zone=None, gcp_project=None, master=None,
+                timeout=TPU_CONNECT_TIMEOUT):
+    """Finds, connects to and initializes the TPU; returns its `TPUClusterResolver`.
+
+    Raises:
+      UserError: the TPU cannot be reached, naming the flag that named it
+        (`--tpu_name` or `--master`) and the cause. A grpc:// address is tried
+        with a plain TCP connection first (at most `timeout` seconds), since
+        TensorFlow would wait for an unreachable TPU without end.
+    """
+    kwargs, flag = tpu_resolver_kwargs(tpu_name, tpu_zone, gcp_project, master)
+    tpu = kwargs["tpu"]
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(**kwargs)
+        if tpu not in ("", "local"):
+            _check_reachable(resolver.master(), timeout)
+            tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, RuntimeError, OSError, tf.errors.OpError) as e:
+        # OSError includes urllib's URLError (the GCE API lookup of a TPU name)
+        # and a refused or timed-out connection.
+        cause = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if flag is None:
+            raise UserError("--tpu_name: none given and no TPU found on this machine (%s)"
+                            % cause) from None
+        raise UserError("--%s=%s: cannot reach the TPU (%s)" % (flag, tpu, cause)) from None
+    return resolver
+
+
+def get_strategy(distribution_strategy="off", num_gpus=None, tpu=None, tpu_zone=None,
+                 gcp_project=None, all_reduce_alg="auto", master=None):
     """Returns the `tf.distribute.Strategy` named by `distribution_strategy`.
 
     Args:
       distribution_strategy: one of
         "off": the default strategy (no distribution, the current device);
-        "one_device": `OneDeviceStrategy` on `/gpu:0`, or `/cpu:0` if num_gpus == 0;
-        "mirrored": `MirroredStrategy` over `num_gpus` GPUs; with num_gpus == 0,
-          over every logical CPU device (one, unless `set_logical_cpu_devices`);
+        "one_device": `OneDeviceStrategy` on `/gpu:0` if there is a GPU (and
+          num_gpus is not 0), else `/cpu:0`;
+        "mirrored": `MirroredStrategy` over every visible GPU (or `num_gpus`
+          of them); without GPUs (or with num_gpus == 0), over every logical
+          CPU device (one, unless `set_logical_cpu_devices`);
         "multi_worker_mirrored": `MultiWorkerMirroredStrategy`; the cluster
           comes from the `TF_CONFIG` environment variable;
-        "tpu": `TPUStrategy` on the TPU named by `tpu`.
-      num_gpus: int >= 0, GPUs per worker.
+        "tpu": `TPUStrategy` on the TPU named by `tpu` (or `master`).
+      num_gpus: GPUs per worker: None or -1, every visible GPU; 0, none.
       tpu: TPU name or `grpc://ip:8470` address (`--tpu_name`); "" or None with
-        "tpu" means a TPU VM's local TPU.
+        "tpu" means a TPU VM's local TPU (or `$TPU_NAME`).
       tpu_zone, gcp_project: passed to `TPUClusterResolver` (`--tpu_zone`, `--gcp_project`).
       all_reduce_alg: "auto" | "ring" | "nccl", the collective implementation
         of multi_worker_mirrored; "nccl" also picks `NcclAllReduce` for mirrored.
+      master: the original's `--master`: the TPU's grpc:// address when `tpu`
+        is not given.
 
     Returns:
-      A `tf.distribute.Strategy`; never None.
+      A `tf.distribute.Strategy`; never None. The devices it uses are logged.
 
     Raises:
-      UserError: an unknown name, or flags that contradict each other.
+      UserError: an unknown name, flags that contradict each other, or a TPU
+        that cannot be reached.
     """
     name = (distribution_strategy or "off").lower()
     if name not in STRATEGIES:
         raise UserError("--distribution_strategy must be one of %s, got %r"
                         % ("|".join(STRATEGIES), distribution_strategy))
-    if num_gpus is None or num_gpus < 0:
-        raise UserError("--num_gpus must be >= 0, got %r" % (num_gpus,))
     all_reduce_alg = (all_reduce_alg or "auto").lower()
     if all_reduce_alg not in ALL_REDUCE_ALGORITHMS:
         raise UserError("--all_reduce_alg must be one of %s, got %r"
                         % ("|".join(ALL_REDUCE_ALGORITHMS), all_reduce_alg))
-    available_gpus = len(tf.config.list_physical_devices("GPU"))
-    if name != "tpu" and num_gpus > available_gpus:
-        raise UserError("--num_gpus=%d but this machine has %d GPU(s)" % (num_gpus, available_gpus))
+    num_visible_gpus = 0 if name == "tpu" else len(tf.config.list_physical_devices("GPU"))
+    cpu_devices = ([d.name for d in tf.config.list_logical_devices("CPU")]
+                   if name == "mirrored" else ())
+    devices, note = strategy_devices(name, num_gpus, num_visible_gpus, cpu_devices)
 
     if name == "off":
-        if num_gpus > 1:
-            raise UserError("--distribution_strategy=off cannot use --num_gpus=%d; use "
-                            "mirrored" % num_gpus)
         strategy = tf.distribute.get_strategy()
     elif name == "one_device":
-        if num_gpus > 1:
-            raise UserError("--distribution_strategy=one_device cannot use --num_gpus=%d; "
-                            "use mirrored" % num_gpus)
-        strategy = tf.distribute.OneDeviceStrategy("/gpu:0" if num_gpus else "/cpu:0")
+        strategy = tf.distribute.OneDeviceStrategy(devices[0])
     elif name == "mirrored":
-        if num_gpus:
-            devices = ["/gpu:%d" % i for i in range(num_gpus)]
-        else:
-            devices = [d.name for d in tf.config.list_logical_devices("CPU")]
+        on_gpus = devices[0].lower().startswith("/gpu")
         cross_device_ops = None
-        if all_reduce_alg == "nccl" and num_gpus:
+        if all_reduce_alg == "nccl" and on_gpus:
             cross_device_ops = tf.distribute.NcclAllReduce()
-        elif not num_gpus:
+        elif not on_gpus:
             # NCCL needs GPUs; reduce on the host.
             cross_device_ops = tf.distribute.ReductionToOneDevice()
         strategy = tf.distribute.MirroredStrategy(devices=devices,
@@ -111,18 +239,11 @@ def get_strategy(distribution_strategy="off", num_gpus=0, tpu=None, tpu_zone=Non
             communication_options=tf.distribute.experimental.CommunicationOptions(
                 implementation=implementation))
     else:  # tpu
-        try:
-            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-                tpu=tpu or "", zone=tpu_zone, project=gcp_project)
-            if tpu not in (None, "", "local"):
-                tf.config.experimental_connect_to_cluster(resolver)
-            tf.tpu.experimental.initialize_tpu_system(resolver)
-        except (ValueError, RuntimeError, OSError, tf.errors.OpError) as e:
-            # OSError includes urllib's URLError (the GCE API lookup of a TPU name).
-            raise UserError("--tpu_name=%s: cannot reach the TPU (%s)"
-                            % (tpu or "", str(e).splitlines()[0] if str(e) else type(e).__name__)
-                            ) from None
-        strategy = tf.distribute.TPUStrategy(resolver)
+        strategy = tf.distribute.TPUStrategy(connect_tpu(tpu, tpu_zone, gcp_project, master))
+    if note and "no GPU is visible" in note:
+        logging.warning("Devices: %s", note)
+    elif note:
+        logging.info("Devices: %s", note)
     logging.info("Distribution strategy: %s (%s) with %d replica(s) in sync", name,
                  type(strategy).__name__, strategy.num_replicas_in_sync)
     return strategy
@@ -153,19 +274,38 @@ def task_info(strategy):
     return task_type, task_id
 
 
+def is_chief_task(task_type, task_id, jobs=(), tpu=False):
+    """The chief decision, pure: whether the task (task_type, task_id) writes.
+
+    Args:
+      task_type: "chief" | "worker" | "evaluator" | ..., or None outside a cluster.
+      task_id: int, the task's index in its job.
+      jobs: the cluster's job names (a "chief" job makes worker 0 a plain worker).
+      tpu: whether the strategy is a `TPUStrategy`: on a multi-host TPU only
+        the host with task id 0 writes, whatever the job is called.
+    """
+    if tpu:
+        return (task_id or 0) == 0
+    if task_type in (None, "chief"):
+        return True
+    if task_type == "worker":
+        return "chief" not in jobs and (task_id or 0) == 0
+    return False
+
+
 def is_chief(strategy):
     """Whether this process writes checkpoints, summaries and results.
 
     True without a cluster, for the `chief` task, and for `worker` 0 when the
-    cluster has no `chief` (TF's own convention).
+    cluster has no `chief` (TF's own convention); under `TPUStrategy`, for the
+    host whose resolver has task id 0 (one host of a multi-host TPU).
     """
     if isinstance(strategy, tf.distribute.TPUStrategy):
-        return True
+        _, task_id = task_info(strategy)
+        return is_chief_task(None, task_id, tpu=True)
     task_type, task_id = task_info(strategy)
-    if task_type in (None, "chief"):
-        return True
+    jobs = ()
     if task_type == "worker":
         resolver = strategy.cluster_resolver
-        jobs = resolver.cluster_spec().as_dict() if resolver is not None else {}
-        return "chief" not in jobs and task_id == 0
-    return False
+        jobs = tuple(resolver.cluster_spec().as_dict()) if resolver is not None else ()
+    return is_chief_task(task_type, task_id, jobs)

@@ -47,6 +47,7 @@ import shutil
 import tempfile
 import time
 
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 import keras
 import tensorflow as tf
 from absl import logging
@@ -71,21 +72,8 @@ VOCAB_ASSET = "vocab.txt"
 # ---------------------------------------------------------------------------
 
 
-def check_vocab(vocab_file, config, bert_config_file="bert_config_file"):
-    """Reads the vocab; it must fit the config's `vocab_size` and hold the special tokens.
-
-    Returns:
-      int, the number of tokens.
-    """
-    vocab = tokenization.load_vocab(vocab_file)
-    if len(vocab) > config.vocab_size:
-        raise UserError("--vocab_file=%s has %d tokens, more than vocab_size %d of %s "
-                        "(the vocab is not the checkpoint's)"
-                        % (vocab_file, len(vocab), config.vocab_size, bert_config_file))
-    for token in ("[UNK]", "[CLS]", "[SEP]"):
-        if token not in vocab:
-            raise UserError("--vocab_file=%s has no %s token" % (vocab_file, token))
-    return len(vocab)
+# One home for the vocab check: the tools and the exports share it.
+check_vocab = tokenization.check_vocab
 
 
 def task_spec(task_name):
@@ -128,11 +116,8 @@ def check_checkpoint(checkpoint_prefix, config, kind, num_labels=None,
       UserError: one line naming the first missing or wrong-shaped variable
         (a missing head says which run writes it).
     """
-    try:
-        shapes = checkpoint_lib.list_checkpoint_variables(checkpoint_prefix)
-    except (tf.errors.OpError, ValueError) as e:
-        raise UserError("--init_checkpoint=%s: cannot read it (%s)"
-                        % (checkpoint_prefix, str(e).splitlines()[0]))
+    # Unreadable or corrupt files are one-line errors of the checkpoint module.
+    shapes = checkpoint_lib.list_checkpoint_variables(checkpoint_prefix)
     for name, shape in expected_variables(config, kind, num_labels).items():
         if name not in shapes:
             if kind == "classifier" and name in checkpoint_lib.UNSCOPED_HEAD_VARIABLES:

@@ -1,4 +1,4 @@
-"""File plumbing shared by the library and the tools: atomic writes and globbing.
+"""File plumbing shared by the library and the tools: atomic writes, output checks, globbing.
 
 Nothing here imports TensorFlow for a local path, so the tokenizer and the
 data package stay light; a `gs://` (or any `scheme://`) path goes through
@@ -102,6 +102,48 @@ def write_text(path, text):
     with atomic_write(path, "w", newline="") as f:
         f.write(text)
     return path
+
+
+def check_writable(path, flag, directory=True):
+    """Raises a one-line `UserError` if nothing can be written at `path`; creates nothing.
+
+    The tools call it on their output flags before any work, so a mistyped
+    output path fails at once instead of after training.
+
+    Args:
+      path: the flag's value: a directory (`--output_dir`), or a file
+        (`--output_file`) whose directory is created when it is written.
+      flag: the flag's name, for the message.
+      directory: whether `path` is a directory (else a file).
+
+    Raises:
+      UserError: `path` is empty; it (or, for a file, its directory) is an
+        existing entry of the wrong kind; an existing ancestor is a file; or
+        the nearest existing directory is not writable. A remote path
+        (`gs://...`) is not checked: its permissions show only on writing.
+    """
+    if not path:
+        raise UserError("--%s: no path given" % flag)
+    if is_remote(path):
+        return
+    full = os.path.abspath(os.path.expanduser(str(path)))
+    if directory:
+        if os.path.exists(full) and not os.path.isdir(full):
+            raise UserError("--%s=%s is a file, not a directory" % (flag, path))
+        parent = full
+    else:
+        if os.path.isdir(full):
+            raise UserError("--%s=%s is a directory, not a file" % (flag, path))
+        if os.path.exists(full) and not os.access(full, os.W_OK):
+            raise UserError("--%s=%s: the file is not writable" % (flag, path))
+        parent = os.path.dirname(full)
+    existing = parent
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UserError("--%s=%s: %s is a file, not a directory" % (flag, path, existing))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UserError("--%s=%s: the directory %s is not writable" % (flag, path, existing))
 
 
 def expand_files(patterns, flag="input_file", allow_directories=False):

@@ -45,14 +45,23 @@ def train_schedule(num_train_examples, train_batch_size, num_train_epochs, warmu
     return num_train_steps, int(num_train_steps * warmup_proportion)
 
 
-def train_dataset_fn(input_file, name_to_features, train_batch_size):
-    """`fn(input_context)`: the per-replica training batches of a fine-tuning TFRecord file."""
+def train_dataset_fn(input_file, name_to_features, train_batch_size, limits=None):
+    """`fn(input_context)`: the per-replica training batches of a fine-tuning TFRecord file.
+
+    `limits` (`input_pipeline.record_limits`): the values every record is checked against.
+    """
     def dataset_fn(input_context):
         return input_pipeline.create_finetuning_dataset(
             input_file, name_to_features,
             input_context.get_per_replica_batch_size(train_batch_size),
-            input_context=input_context)
+            input_context=input_context, limits=limits)
     return dataset_fn
+
+
+def _record_limits(trainer, max_seq_length, num_labels=None):
+    """The values every record must hold for the trainer's model (its task's config)."""
+    return input_pipeline.record_limits(getattr(trainer.task, "config", None), max_seq_length,
+                                        num_labels=num_labels)
 
 
 def log_run(title, **values):
@@ -104,6 +113,8 @@ def run_classifier(trainer, processor, tokenizer, examples, output_dir, max_seq_
     label_list = processor.get_labels()
     is_regression = processor.is_regression
     spec = classifier_data.name_to_features(max_seq_length, is_regression)
+    limits = _record_limits(trainer, max_seq_length,
+                            num_labels=None if is_regression else len(label_list))
     results = {}
 
     def write_records(name, split_examples):
@@ -120,8 +131,8 @@ def run_classifier(trainer, processor, tokenizer, examples, output_dir, max_seq_
         train_file = write_records("train.tf_record", train_examples)
         log_run("Running training", num_examples=len(train_examples),
                 batch_size=train_batch_size, num_steps=num_train_steps)
-        trainer.train(train_dataset_fn(train_file, spec, train_batch_size), train_batch_size,
-                      num_train_steps, learning_rate, num_warmup_steps,
+        trainer.train(train_dataset_fn(train_file, spec, train_batch_size, limits),
+                      train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
                       init_checkpoint=init_checkpoint,
                       save_checkpoints_steps=save_checkpoints_steps,
                       iterations_per_loop=iterations_per_loop,
@@ -131,7 +142,8 @@ def run_classifier(trainer, processor, tokenizer, examples, output_dir, max_seq_
     def finite_input(name, split_examples, batch_size, title):
         """Writes `name` and returns a FiniteInput over it, logged as the original logs."""
         path = write_records(name, split_examples)
-        data = input_pipeline.finite_records_input(path, spec, len(split_examples), batch_size)
+        data = input_pipeline.finite_records_input(path, spec, len(split_examples), batch_size,
+                                                   limits=limits)
         log_run(title, num_examples="%d (%d actual, %d padding)" % (
             len(split_examples) + data.num_padding_examples, len(split_examples),
             data.num_padding_examples), batch_size=batch_size)
@@ -183,6 +195,7 @@ def run_squad(trainer, tokenizer, output_dir, train_examples=None, predict_examp
     """
 
     results = {}
+    limits = _record_limits(trainer, max_seq_length)
     if train_examples is not None:
         num_train_steps, num_warmup_steps = train_schedule(
             len(train_examples), train_batch_size, num_train_epochs, warmup_proportion)
@@ -199,8 +212,8 @@ def run_squad(trainer, tokenizer, output_dir, train_examples=None, predict_examp
                 num_split_examples=writer.num_features, batch_size=train_batch_size,
                 num_steps=num_train_steps)
         spec = squad_data.name_to_features(max_seq_length, is_training=True)
-        trainer.train(train_dataset_fn(train_file, spec, train_batch_size), train_batch_size,
-                      num_train_steps, learning_rate, num_warmup_steps,
+        trainer.train(train_dataset_fn(train_file, spec, train_batch_size, limits),
+                      train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
                       init_checkpoint=init_checkpoint,
                       save_checkpoints_steps=save_checkpoints_steps,
                       iterations_per_loop=iterations_per_loop,
@@ -221,7 +234,7 @@ def run_squad(trainer, tokenizer, output_dir, train_examples=None, predict_examp
                 num_split_examples=len(eval_features), batch_size=predict_batch_size)
         spec = squad_data.name_to_features(max_seq_length, is_training=False)
         data = input_pipeline.finite_records_input(eval_file, spec, len(eval_features),
-                                                   predict_batch_size)
+                                                   predict_batch_size, limits=limits)
         outputs = trainer.predict(data, init_checkpoint=init_checkpoint)
         all_results = [
             squad_data.RawResult(unique_id=int(unique_id), start_logits=start, end_logits=end)

@@ -36,7 +36,7 @@ Moving to a TensorFlow graph. Every rule is a small named predicate over code
 points, and the code-point sets are module-level data (`_CJK_RANGES`,
 `_ASCII_PUNCTUATION_RANGES`), so each step has a string-op counterpart: steps
 2-3 and 6 are regex replacements over these classes, step 5 is lower-casing +
-`tensorflow_text.normalize_utf8(..., "NFD")` + removing `\p{Mn}`, and WordPiece
+`tensorflow_text.normalize_utf8(..., "NFD")` + removing `\\p{Mn}`, and WordPiece
 is `tensorflow_text.WordpieceTokenizer(unknown_token="[UNK]")` with its byte
 cap raised and the 200-character cap applied separately (tf-text counts bytes).
 Whether TF's lower-casing equals Python's `str.lower()` (e.g. for "İ" and the
@@ -322,6 +322,35 @@ def load_vocab(vocab_file):
         if token not in vocab:
             vocab[token] = len(vocab)
     return vocab
+
+
+def check_vocab(vocab_file, config, bert_config_file="bert_config_file"):
+    """Reads the vocab; it must fit the config's `vocab_size` and hold the special tokens.
+
+    A vocab with more tokens than the model has embeddings would give ids the
+    model cannot embed (an error on CPU, silent garbage on GPU/TPU); one
+    without `[CLS]`, `[SEP]` or `[UNK]` cannot build BERT's inputs.
+
+    Args:
+      vocab_file: path of the vocab file (`--vocab_file`).
+      config: a `BertConfig` (anything with `.vocab_size`).
+      bert_config_file: how to name the config in the error (its path or flag).
+
+    Returns:
+      int, the number of tokens.
+
+    Raises:
+      UserError: one line naming both numbers, or the missing token.
+    """
+    vocab = load_vocab(vocab_file)
+    if len(vocab) > config.vocab_size:
+        raise UserError("--vocab_file=%s has %d tokens, more than vocab_size %d of %s "
+                        "(the vocab is not the checkpoint's)"
+                        % (vocab_file, len(vocab), config.vocab_size, bert_config_file))
+    for token in ("[UNK]", "[CLS]", "[SEP]"):
+        if token not in vocab:
+            raise UserError("--vocab_file=%s has no %s token" % (vocab_file, token))
+    return len(vocab)
 
 
 def convert_by_vocab(vocab, items):

@@ -171,3 +171,55 @@ def test_layer_indexes_are_checked():
         extract_features.parse_layer_indexes("-3", 2)
     with pytest.raises(UserError):
         extract_features.parse_layer_indexes("a", 2)
+
+
+def test_vocab_config_and_output_mistakes_are_one_line_errors(setup, tmp_path):
+    """Refused before the model is built; the cases share one child process."""
+    from tests.tools import toolrun
+    big_vocab, num_tokens = toolrun.vocab_with_extra_tokens(setup["vocab"],
+                                                            tmp_path / "vocab_plus_3.txt")
+    no_sep = toolrun.vocab_without(setup["vocab"], tmp_path / "vocab_no_sep.txt", "[SEP]")
+    under_a_file, blocker = toolrun.path_under_a_file(tmp_path / "blocked", "out.jsonl")
+    a_directory = tmp_path / "a_directory"
+    a_directory.mkdir()
+    output = str(tmp_path / "out" / "out.jsonl")
+    cases = [
+        ("vocab larger than vocab_size", _flags(setup, output, vocab_file=big_vocab),
+         "--vocab_file=%s has %d tokens, more than vocab_size %d of %s (the vocab is not the "
+         "checkpoint's)" % (big_vocab, num_tokens, num_tokens - 3, setup["config"])),
+        ("vocab without [SEP]", _flags(setup, output, vocab_file=no_sep),
+         "--vocab_file=%s has no [SEP] token" % no_sep),
+        ("output_file under a file", _flags(setup, under_a_file),
+         "--output_file=%s: %s is a file, not a directory" % (under_a_file, blocker)),
+        ("output_file is a directory", _flags(setup, str(a_directory)),
+         "--output_file=%s is a directory, not a file" % a_directory),
+    ]
+    tool = os.path.join(REPO, "tools", "extract_features.py")
+    results = toolrun.user_errors(tool, cases, tmp_path)
+    for name, _, expected in cases:
+        assert results[name] == expected, (name, results[name])
+    assert not os.path.exists(os.path.dirname(output))
+    assert os.listdir(a_directory) == []
+
+
+def test_output_goes_through_tf_io_gfile_for_remote_paths(tmp_path):
+    """A `scheme://` output (gs:// in the original's README) is written with tf.io.gfile.
+
+    TensorFlow's in-memory `ram://` file system stands in for Cloud Storage.
+    """
+    import tensorflow as tf
+    from bert_tf.config import BertConfig
+    from bert_tf.modeling import BertModel
+    config = BertConfig.from_dict(dict(TINY_CONFIG, vocab_size=len(_corpus_vocab())))
+    model = BertModel(config)
+    features = [extract_features.InputFeatures(i, ["[CLS]", "a", "[SEP]"], [2, 20 + i, 3, 0],
+                                               [1, 1, 1, 0], [0, 0, 0, 0]) for i in range(3)]
+    local = str(tmp_path / "local.jsonl")
+    remote = "ram://extract_features_test/out/features.jsonl"
+    assert extract_features.write_features_jsonl(model, features, [-1], 2, local) == 3
+    assert extract_features.write_features_jsonl(model, features, [-1], 2, remote) == 3
+    with tf.io.gfile.GFile(remote) as f:
+        remote_text = f.read()
+    with open(local) as f:
+        assert remote_text == f.read()
+    assert tf.io.gfile.listdir("ram://extract_features_test/out/") == ["features.jsonl"]

@@ -613,3 +613,55 @@ def test_every_code_point_matches_original(tmp_path):
         problem = _first_difference("basic", texts, [basic.tokenize(t) for t in texts],
                                     result["basic"])
         assert problem is None, problem
+
+
+# ---------------------------------------------------------------------------
+# check_vocab: the vocab must fit the model (every tool that takes both)
+# ---------------------------------------------------------------------------
+
+
+class _Config(object):
+    """Anything with `vocab_size` will do (a BertConfig in the tools)."""
+
+    def __init__(self, vocab_size):
+        self.vocab_size = vocab_size
+
+
+def test_check_vocab_names_both_sizes_or_the_missing_token(tmp_path):
+    vocab = _write_vocab(tmp_path / "vocab.txt", TEST_VOCAB)
+    assert tokenization.check_vocab(vocab, _Config(len(TEST_VOCAB))) == len(TEST_VOCAB)
+    assert tokenization.check_vocab(vocab, _Config(30522)) == len(TEST_VOCAB)  # room to spare
+    with pytest.raises(UserError) as e:
+        tokenization.check_vocab(vocab, _Config(len(TEST_VOCAB) - 1), "cfg/bert_config.json")
+    assert str(e.value) == ("--vocab_file=%s has 12 tokens, more than vocab_size 11 of "
+                            "cfg/bert_config.json (the vocab is not the checkpoint's)" % vocab)
+    for token in ("[UNK]", "[CLS]", "[SEP]"):
+        without = _write_vocab(tmp_path / ("no_%s.txt" % token.strip("[]")),
+                               [t for t in TEST_VOCAB if t != token])
+        with pytest.raises(UserError) as e:
+            tokenization.check_vocab(without, _Config(100))
+        assert str(e.value) == "--vocab_file=%s has no %s token" % (without, token)
+    with pytest.raises(UserError, match="vocab_file .*missing.txt cannot be read: No such file"):
+        tokenization.check_vocab(str(tmp_path / "missing.txt"), _Config(100))
+
+
+def test_export_check_vocab_is_the_tokenization_one():
+    from bert_tf import export
+    assert export.check_vocab is tokenization.check_vocab
+
+
+def test_sources_compile_without_warnings():
+    """No invalid escape sequence (a SyntaxWarning at import) in any module or tool."""
+    import warnings
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [os.path.join(directory, name)
+             for top in ("bert_tf", "tools", "bench")
+             for directory, _, names in os.walk(os.path.join(root, top))
+             for name in names if name.endswith(".py")]
+    assert os.path.join(root, "bert_tf", "tokenization.py") in paths
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            compile(source, path, "exec")

@@ -13,7 +13,9 @@ written atomically.
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
+    sys.path.insert(0, _REPO)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -55,6 +57,8 @@ def main(argv):
     from bert_tf.data import pretraining_data
     from bert_tf.data import vocab
     from bert_tf.errors import UserError
+    from bert_tf.fileio import check_writable
+    from bert_tf.fileio import is_remote
 
     if not FLAGS.input_file:
         raise UserError("--input_file is required")
@@ -68,8 +72,9 @@ def main(argv):
     if FLAGS.lower_thresh < 1:
         raise UserError("--lower_thresh=%d must be >= 1" % FLAGS.lower_thresh)
     parent = os.path.dirname(os.path.abspath(output_file))
-    if not os.path.isdir(parent):
+    if not is_remote(output_file) and not os.path.isdir(parent):
         raise UserError("--vocab_file: directory %s does not exist" % parent)
+    check_writable(output_file, "vocab_file", directory=False)
     input_files = pretraining_data.expand_input_patterns(FLAGS.input_file.split(","))
     vocab.build_vocab(
         input_files, output_file, vocab_size=FLAGS.vocab_size,

@@ -20,7 +20,9 @@ detected from the data file ("is_impossible" on a question) unless
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
+    sys.path.insert(0, _REPO)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -86,6 +88,8 @@ def main(argv):
         raise UserError("--data_file is required")
     if not prediction_file:
         raise UserError("--prediction_file is required")
+    if FLAGS.out_file:
+        fileio.check_writable(FLAGS.out_file, "out_file", directory=False)
 
     result = squad_evaluate.evaluate_file(
         data_file, prediction_file, na_prob_file=FLAGS.na_prob_file,

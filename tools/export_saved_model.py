@@ -25,7 +25,9 @@ answers equal `run_classifier.py --do_predict`'s for the same text.
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
+    sys.path.insert(0, _REPO)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -93,8 +95,10 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Too many command-line arguments: %s" % " ".join(argv[1:]))
     from bert_tf import export
+    from bert_tf import fileio
     from bert_tf.config import BertConfig
 
+    fileio.check_writable(FLAGS.export_dir, "export_dir")
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
     export.export_saved_model(
         FLAGS.task_name, config, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.init_checkpoint,

@@ -15,7 +15,9 @@ original's JSON (`linex_index`, `features` -> `token`, `layers` -> `index`,
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
+    sys.path.insert(0, _REPO)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -65,6 +67,7 @@ def main(argv):
         raise app.UsageError("Too many command-line arguments.")
     from bert_tf import checkpoint
     from bert_tf import extract_features
+    from bert_tf import fileio
     from bert_tf import tokenization
     from bert_tf.config import BertConfig
     from bert_tf.errors import UserError
@@ -73,8 +76,10 @@ def main(argv):
     if FLAGS.use_tpu:
         logging.warning("--use_tpu: TPUs are reached through tf.distribute in bert_tf; "
                         "extract_features runs on the local device.")
+    fileio.check_writable(FLAGS.output_file, "output_file", directory=False)
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
     bert_config.check_max_seq_length(FLAGS.max_seq_length, FLAGS.bert_config_file)
+    tokenization.check_vocab(FLAGS.vocab_file, bert_config, FLAGS.bert_config_file)
     if FLAGS.max_seq_length < 2:
         raise UserError("--max_seq_length=%d: must be at least 2 ([CLS] and [SEP])"
                         % FLAGS.max_seq_length)

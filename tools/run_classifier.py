@@ -25,7 +25,9 @@ flags of run_pretraining.py (--distribution_strategy, --num_gpus, --use_xla,
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
+    sys.path.insert(0, _REPO)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -99,6 +101,7 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Too many command-line arguments: %s" % " ".join(argv[1:]))
+    from bert_tf import fileio
     from bert_tf import tokenization
     from bert_tf.config import BertConfig
     from bert_tf.data import classifier_data
@@ -106,8 +109,10 @@ def main(argv):
     tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
     if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
         raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+    fileio.check_writable(FLAGS.output_dir, "output_dir")
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
     bert_config.check_max_seq_length(FLAGS.max_seq_length, FLAGS.bert_config_file)
+    tokenization.check_vocab(FLAGS.vocab_file, bert_config, FLAGS.bert_config_file)
     processor = classifier_data.get_processor(FLAGS.task_name)
     if FLAGS.tpu_job_name:
         logging.warning("--tpu_job_name is ignored: TPUStrategy finds the TPU workers itself")

@@ -28,7 +28,9 @@ Speed / memory: --iterations_per_loop, --use_xla, --mixed_precision=bf16|fp16,
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
+    sys.path.insert(0, _REPO)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -90,6 +92,8 @@ def main(argv):
         raise app.UsageError("Too many command-line arguments: %s" % " ".join(argv[1:]))
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise UserError("At least one of `do_train` or `do_eval` must be True.")
+    from bert_tf import fileio
+    fileio.check_writable(FLAGS.output_dir, "output_dir")
 
     # The strategy comes first: MultiWorkerMirroredStrategy must be created
     # before TensorFlow runs any op.
@@ -102,13 +106,14 @@ def main(argv):
     from bert_tf.data import input_pipeline
 
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    tf.io.gfile.makedirs(FLAGS.output_dir)
     input_files = input_pipeline.expand_files(cli.split_comma_list(FLAGS.input_file))
     logging.info("*** Input Files ***")
     for input_file in input_files:
         logging.info("  %s", input_file)
+    # The first records of each file now; every record as the pipeline reads it.
     input_pipeline.check_pretraining_records(input_files, bert_config, FLAGS.max_seq_length,
                                              FLAGS.max_predictions_per_seq)
+    tf.io.gfile.makedirs(FLAGS.output_dir)
 
     task = PretrainingTask(bert_config, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
     trainer = cli.trainer_from_flags(strategy, task, FLAGS)
@@ -118,7 +123,7 @@ def main(argv):
             return input_pipeline.create_pretraining_dataset(
                 input_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
                 input_context.get_per_replica_batch_size(batch_size), is_training,
-                input_context=input_context, check_files=False)
+                input_context=input_context, check_files=False, config=bert_config)
         return fn
 
     if FLAGS.do_train:

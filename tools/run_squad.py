@@ -23,7 +23,9 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
+    sys.path.insert(0, _REPO)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -143,6 +145,9 @@ def main(argv):
 
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
     validate_flags_or_throw(bert_config)
+    from bert_tf import fileio
+    fileio.check_writable(FLAGS.output_dir, "output_dir")
+    tokenization.check_vocab(FLAGS.vocab_file, bert_config, FLAGS.bert_config_file)
     tokenizer = tokenization.FullTokenizer(vocab_file=FLAGS.vocab_file,
                                            do_lower_case=FLAGS.do_lower_case)
     # Read the inputs before any TensorFlow op, so a bad file fails fast.

@@ -20,7 +20,9 @@ does what it did for `run_pretraining.py`, `run_classifier.py` and
 New: mixed precision (`bf16` / `fp16` with dynamic loss scaling), XLA,
 exact gradient accumulation, a NaN/Inf stop, progress logs every `log_steps`
 steps (steps/s, examples/s, ETA) and TensorBoard summaries in `output_dir`
-(train) and `output_dir/eval`.
+(train) and `output_dir/eval`. A bad input record (the pipeline checks every
+record, see `bert_tf.data.input_pipeline`) stops training, evaluation or
+prediction with a one-line `UserError` naming its file and number.
 
 Example:
   strategy = bert_tf.distribute.get_strategy("mirrored", num_gpus=8)
@@ -33,6 +35,7 @@ Example:
 
 import time
 
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 import keras
 import numpy as np
 import tensorflow as tf
@@ -41,6 +44,7 @@ from absl import logging
 from bert_tf import checkpoint as checkpoint_lib
 from bert_tf import distribute
 from bert_tf import optimization
+from bert_tf.data import input_pipeline
 from bert_tf.data.finite_input import FiniteInput
 from bert_tf.data.finite_input import in_input_order
 from bert_tf.errors import UserError
@@ -298,8 +302,10 @@ class Trainer(object):
             chunk = self._next_chunk(step, num_train_steps, iterations_per_loop,
                                      save_checkpoints_steps)
             loop_start = time.time()
-            losses, metric_sums = train_loop(iterator, tf.constant(chunk, tf.int32))
-            losses = losses.numpy()
+            # A bad input record (checked in tf.data) stops the run with one line.
+            with input_pipeline.bad_records_as_user_errors():
+                losses, metric_sums = train_loop(iterator, tf.constant(chunk, tf.int32))
+                losses = losses.numpy()
             self._check_finite(losses, step)
             new_step = int(self.base_optimizer.iterations.numpy())
             steps_done, step = new_step - step, new_step
@@ -350,8 +356,9 @@ class Trainer(object):
             self._eval_loop = steps_lib.build_eval_loop(self.strategy, self.task, self.model)
         start = time.time()
         iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
-        sums = self._eval_loop(iterator, tf.constant(num_steps, tf.int32))
-        sums = {k: float(v) for k, v in sums.items()}
+        with input_pipeline.bad_records_as_user_errors():
+            sums = self._eval_loop(iterator, tf.constant(num_steps, tf.int32))
+            sums = {k: float(v) for k, v in sums.items()}
         results = self.task.eval_results(sums, num_steps)
         if self.task.needs_eval_predictions:
             if not isinstance(data, FiniteInput):
@@ -413,7 +420,8 @@ class Trainer(object):
         rows = []
         start = time.time()
         for step in range(data.num_steps):
-            rows.append({k: v.numpy() for k, v in self._predict_step(iterator).items()})
+            with input_pipeline.bad_records_as_user_errors():
+                rows.append({k: v.numpy() for k, v in self._predict_step(iterator).items()})
             done = min((step + 1) * data.global_batch_size, data.num_examples)
             if (step + 1) % self.log_steps == 0 or step + 1 == data.num_steps:
                 rate = done / max(time.time() - start, 1e-9)

@@ -168,3 +168,205 @@ def test_reads_create_pretraining_data_output(tmp_path):
     np.testing.assert_array_equal(batch["input_ids"][0], first["input_ids"])
     assert stats["instances"] > 16
     assert os.path.getsize(outputs[1]) > 0
+
+
+# ----------------------------------------------------------------- every record checked
+
+BAD_RECORD = 17  # beyond the first records that are checked before reading
+VOCAB_SIZE = 1000
+
+
+def _config():
+    from bert_tf.config import BertConfig
+    return BertConfig(vocab_size=VOCAB_SIZE, hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=4, intermediate_size=37, type_vocab_size=2)
+
+
+def _set(name, index, value):
+    def edit(feature):
+        feature[name].int64_list.value[index] = value
+    return edit
+
+
+def _resize(name, length):
+    def edit(feature):
+        del feature[name].int64_list.value[:]
+        feature[name].int64_list.value.extend([1] * length)
+    return edit
+
+
+def _drop(name):
+    def edit(feature):
+        del feature[name]
+    return edit
+
+
+def _write_with_bad_record(path, edit, n=30, bad=BAD_RECORD):
+    """n good records (ids below VOCAB_SIZE) but record `bad`, changed by `edit(feature map)`."""
+    _write_records(path, n, offset=0)
+    records = lib.read_records(path)
+    example = tf.train.Example.FromString(records[bad])
+    edit(example.features.feature)
+    records[bad] = example.SerializeToString()
+    with tf.io.TFRecordWriter(path) as w:
+        for record in records:
+            w.write(record)
+    return path
+
+
+# (name, edit of record 17, expected message after "<file>: record 17 (counting from 0): ")
+_BAD_RECORDS = [
+    ("vocab", _set("input_ids", 3, 1200),
+     "feature input_ids holds 1200, outside [0, vocab_size=1000) of bert_config_file "
+     "(data made with another vocab?)"),
+    ("masked_id", _set("masked_lm_ids", 0, -3),
+     "feature masked_lm_ids holds -3, outside [0, vocab_size=1000) of bert_config_file "
+     "(data made with another vocab?)"),
+    ("int32_overflow", _set("input_ids", 1, 2 ** 32 + 5),
+     "feature input_ids holds 4294967301, outside [0, vocab_size=1000) of bert_config_file "
+     "(data made with another vocab?)"),
+    ("segment", _set("segment_ids", 2, 2),
+     "feature segment_ids holds 2, outside [0, type_vocab_size=2) of bert_config_file"),
+    ("position", _set("masked_lm_positions", 0, SEQ),
+     "feature masked_lm_positions holds 32, outside [0, --max_seq_length=32)"),
+    ("mask", _set("input_mask", 5, 7), "feature input_mask holds 7, outside [0, 2)"),
+    ("label", _set("next_sentence_labels", 0, 2),
+     "feature next_sentence_labels holds 2, outside [0, 2)"),
+    ("length", _resize("input_ids", 16),
+     "feature 'input_ids' has length 16, but --max_seq_length expects 32 (the file was "
+     "written with --max_seq_length=16?)"),
+    ("missing", _drop("next_sentence_labels"), "no feature 'next_sentence_labels'"),
+]
+
+
+def _first_error(dataset, num_batches):
+    with pytest.raises(UserError) as e:
+        with ip.bad_records_as_user_errors():
+            for _ in dataset.take(num_batches):
+                pass
+    return str(e.value)
+
+
+def test_every_record_is_checked_and_a_bad_one_is_named(tmp_path):
+    good = _write_records(str(tmp_path / "good.tfrecord"), 21, offset=0)
+    config = _config()
+    for name, edit, expected in _BAD_RECORDS:
+        bad = _write_with_bad_record(str(tmp_path / ("bad_%s.tfrecord" % name)), edit)
+        # The eager check of the first records lets the file through ...
+        ip.check_pretraining_records([good, bad], config, SEQ, PRED, num_records=8)
+        # ... the pipeline stops at record 17, in order (evaluation) or shuffled (training).
+        for is_training in (False, True):
+            d = ip.create_pretraining_dataset([good, bad], SEQ, PRED, 4, is_training, seed=5,
+                                              config=config)
+            message = _first_error(d, 60)
+            assert message == "%s: record %d (counting from 0): %s" % (bad, BAD_RECORD, expected), (
+                name, is_training)
+
+
+def test_a_bad_record_is_named_when_pipelines_share_the_files(tmp_path):
+    """Fewer files than input pipelines: records are numbered before sharding."""
+    # A file name that TensorFlow escapes in its messages.
+    bad = _write_with_bad_record(str(tmp_path / "bad record d\u00e9j\u00e0 \"vu\" it's.tfrecord"),
+                                 _set("input_ids", 0, 5000))
+    messages = []
+    for pipeline_id in range(2):
+        context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline_id)
+        for is_training in (False, True):
+            d = ip.create_pretraining_dataset([bad], SEQ, PRED, 2, is_training, seed=1,
+                                              input_context=context, config=_config())
+            try:
+                with ip.bad_records_as_user_errors():
+                    for _ in d.take(30):
+                        pass
+            except UserError as e:
+                messages.append((pipeline_id, str(e)))
+    # Record 17 is every other pipeline's: only pipeline 1 reads it.
+    assert sorted(set(messages)) == [(1, "%s: record 17 (counting from 0): feature input_ids "
+                                         "holds 5000, outside [0, vocab_size=1000) of "
+                                         "bert_config_file (data made with another vocab?)"
+                                      % bad)]
+
+
+def test_without_the_check_the_batches_are_the_same(files):
+    checked = ip.create_pretraining_dataset(files, SEQ, PRED, 5, False, config=_config_big())
+    unchecked = ip.create_pretraining_dataset(files, SEQ, PRED, 5, False,
+                                              check_every_record=False)
+    for a, b in zip(checked.take(12).as_numpy_iterator(), unchecked.take(12).as_numpy_iterator()):
+        assert set(a) == set(b)
+        for key in a:
+            assert a[key].dtype == b[key].dtype
+            np.testing.assert_array_equal(a[key], b[key])
+
+
+def _config_big():
+    """The module's files hold input_ids up to 3000 + n."""
+    from bert_tf.config import BertConfig
+    return BertConfig(vocab_size=4000, hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=4, intermediate_size=37)
+
+
+def test_other_errors_pass_through_unchanged():
+    error = tf.errors.InvalidArgumentError(None, None, "Matrix size-incompatible: In[0]: [2,3]")
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+        with ip.bad_records_as_user_errors():
+            raise error
+    assert e.value is error
+    assert ip.bad_record_error(error) is None
+    with pytest.raises(KeyError):
+        with ip.bad_records_as_user_errors():
+            raise KeyError("input_ids")
+
+
+def test_corrupt_files_and_foreign_records_are_one_line_errors(tmp_path):
+    good = _write_records(str(tmp_path / "good.tfrecord"), 20)
+    with open(good, "rb") as f:
+        data = f.read()
+    truncated = str(tmp_path / "truncated.tfrecord")
+    with open(truncated, "wb") as f:
+        f.write(data[:-40])
+    d = ip.create_pretraining_dataset([truncated], SEQ, PRED, 4, False)
+    assert _first_error(d, 10).startswith(
+        "an input TFRecord file is corrupt or truncated (truncated record at ")
+    # A record that is no tf.train.Example after the first (checked) ones.
+    mixed = str(tmp_path / "mixed.tfrecord")
+    with tf.io.TFRecordWriter(mixed) as w:
+        for i, record in enumerate(lib.read_records(good)):
+            w.write(b"\x08\x96\x01 not an example" if i == 9 else record)
+    d = ip.create_pretraining_dataset([mixed], SEQ, PRED, 4, False)
+    assert _first_error(d, 10) == ("an input record is not a tf.train.Example (a TFRecord "
+                                   "file of other data?)")
+
+
+def _write_classifier_records(path, labels):
+    with tf.io.TFRecordWriter(path) as w:
+        for label in labels:
+            feature = {
+                "input_ids": [2, 7, 3, 0], "input_mask": [1, 1, 1, 0],
+                "segment_ids": [0, 0, 0, 0], "label_ids": [label], "is_real_example": [1]}
+            w.write(tf.train.Example(features=tf.train.Features(feature={
+                k: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
+                for k, v in feature.items()})).SerializeToString())
+    return path
+
+
+def test_finetuning_records_are_checked(tmp_path):
+    from bert_tf.data import classifier_data
+    labels = [0, 1] * 6
+    labels[9] = 3
+    path = _write_classifier_records(str(tmp_path / "train.tf_record"), labels)
+    spec = classifier_data.name_to_features(4)
+    limits = ip.record_limits(_config(), 4, num_labels=2)
+    expected = ("%s: record 9 (counting from 0): feature label_ids holds 3, outside "
+                "[0, num_labels=2) (the task's number of labels)" % path)
+    d = ip.create_finetuning_dataset(path, spec, 4, limits=limits)
+    assert _first_error(d, 10) == expected
+    finite = ip.finite_records_input(path, spec, len(labels), 4, limits=limits)
+    assert _first_error(finite.dataset_fn(), 10) == expected
+    # Good records pass, with the original's values.
+    labels[9] = 1
+    _write_classifier_records(path, labels)
+    batch = next(iter(ip.finite_records_input(path, spec, 12, 12, limits=limits).dataset_fn()))
+    assert batch["label_ids"].numpy().tolist() == labels
+    batch = next(iter(ip.create_finetuning_dataset(path, spec, 12, limits=limits, seed=0)))
+    assert set(batch["label_ids"].numpy().tolist()) <= {0, 1}
+    assert batch["input_ids"].dtype == tf.int32

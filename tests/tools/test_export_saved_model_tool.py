@@ -122,7 +122,14 @@ def _bad_input_cases(files):
     wide = write_config(tiny_config(vocab_size=config.vocab_size, hidden_size=64),
                         os.path.join(tmp, "wide_config.json"))
     missing = os.path.join(tmp, "nowhere", "model.ckpt-1")
+    no_unk = toolrun.vocab_without(files["vocab"], os.path.join(tmp, "vocab_no_unk.txt"),
+                                   "[UNK]")
+    under_a_file, blocker = toolrun.path_under_a_file(os.path.join(tmp, "blocked"))
     return [
+        ("vocab without [UNK]", {"vocab_file": no_unk},
+         ["--vocab_file=%s has no [UNK] token" % no_unk]),
+        ("export_dir under a file", {"export_dir_": under_a_file},
+         ["--export_dir=%s: %s is a file, not a directory" % (under_a_file, blocker)]),
         ("unknown task", {"task_name": "SNLI"},
          ["Task not found: snli (known: cola, mnli, mrpc, xnli", "sts-b", "squad, encoder)"]),
         ("pre-training checkpoint exported as a classifier",
@@ -149,7 +156,9 @@ def _bad_input_cases(files):
 def test_bad_input_gives_one_line_errors_and_writes_nothing(files):
     cases = _bad_input_cases(files)
     export_dirs = [os.path.join(files["tmp"], "bad_%d" % i) for i in range(len(cases))]
-    argvs = [(name, _flags(files, export_dir, **overrides))
+    # "export_dir_" replaces the case's own export directory.
+    argvs = [(name, _flags(files, overrides.get("export_dir_", export_dir),
+                           **{k: v for k, v in overrides.items() if k != "export_dir_"}))
              for export_dir, (name, overrides, _) in zip(export_dirs, cases)]
     cli_dir = os.path.join(files["tmp"], "bad_cli")
     # The command line too: the pre-training checkpoint as a classifier.

@@ -295,7 +295,10 @@ def _copy_task(files, name, edit):
 
 
 def _bad_input_cases(files):
-    """(name, flag overrides, [expected parts of the one-line message])."""
+    """(name, flag overrides, [expected parts of the one-line message]).
+
+    "output_dir_" replaces the case's own output directory.
+    """
     def short_row(lines):
         lines[3] = "1\t7\t8\tonly the first sentence\n"  # line 4: 4 columns, MRPC reads 5
 
@@ -306,7 +309,18 @@ def _bad_input_cases(files):
     labels = _copy_task(files, "bad_label", bad_label)
     empty = files["tmp"] / "empty"
     empty.mkdir()
+    big_vocab, num_tokens = toolrun.vocab_with_extra_tokens(
+        files["vocab"], files["tmp"] / "vocab_plus_3.txt")
+    no_cls = toolrun.vocab_without(files["vocab"], files["tmp"] / "vocab_no_cls.txt", "[CLS]")
+    under_a_file, blocker = toolrun.path_under_a_file(files["tmp"] / "blocked")
     return [
+        ("vocab larger than vocab_size", {"vocab_file": big_vocab},
+         ["--vocab_file=%s has %d tokens, more than vocab_size %d of %s"
+          % (big_vocab, num_tokens, num_tokens - 3, files["config"])]),
+        ("vocab without [CLS]", {"vocab_file": no_cls},
+         ["--vocab_file=%s has no [CLS] token" % no_cls]),
+        ("output_dir under a file", {"output_dir_": under_a_file},
+         ["--output_dir=%s: %s is a file, not a directory" % (under_a_file, blocker)]),
         ("unknown task", {"task_name": "SNLI"},
          ["Task not found: snli (known: ", "cola", "mnli", "mrpc", "xnli"]),
         ("short row", {"data_dir": short},
@@ -334,7 +348,8 @@ def test_bad_input_gives_one_line_errors(files):
     (the CLI test below runs it for real); the cases share one child process.
     """
     cases = _bad_input_cases(files)
-    argvs = [(name, _flags(files, files["tmp"] / ("bad_%d" % index), **overrides))
+    argvs = [(name, _flags(files, overrides.get("output_dir_", files["tmp"] / ("bad_%d" % index)),
+                           **{k: v for k, v in overrides.items() if k != "output_dir_"}))
              for index, (name, overrides, _) in enumerate(cases)]
     results = toolrun.user_errors(TOOL, argvs, files["tmp"])
     for index, (name, _, expected) in enumerate(cases):

@@ -10,6 +10,7 @@
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -143,8 +144,21 @@ def _bad_input_cases(files):
     write_records(str(tmp / "vocab120.tfrecord"), big_vocab)
     other = write_init_checkpoint(tiny_config(hidden_size=48),
                                   str(tmp / "other" / "bert_model.ckpt"))
+    # Records 8..23 hold a segment id of 5 (type_vocab_size is 2): the first
+    # 8 records, which are checked before training, are good.
+    later = random_batches(3, seed=24)
+    later["segment_ids"][1:, :, 0] = 5
+    write_records(str(tmp / "bad_later.tfrecord"), later)
+    under_a_file, blocker = toolrun.path_under_a_file(tmp / "blocked")
     out = str(tmp / "bad")
     return [
+        ("a bad record after the first ones",
+         _flags(files, out, input_file=str(tmp / "bad_later.tfrecord")),
+         re.compile(r"^%s: record (\d+) \(counting from 0\): feature segment_ids holds 5, "
+                    r"outside \[0, type_vocab_size=2\) of bert_config_file$"
+                    % re.escape(str(tmp / "bad_later.tfrecord")))),
+        ("output_dir under a file", _flags(files, under_a_file),
+         "--output_dir=%s: %s is a file, not a directory" % (under_a_file, blocker)),
         ("missing input", _flags(files, out, input_file=str(tmp / "nope*.tfrecord")),
          "--input_file: %r matches no file" % str(tmp / "nope*.tfrecord")),
         ("records of another max_seq_length",
@@ -179,7 +193,12 @@ def test_bad_input_gives_one_line_errors(files):
         message = results[name]
         assert message is not None, "%s: no error" % name
         assert "\n" not in message, "%s: %r" % (name, message)
-        assert expected in message, "%s: %r" % (name, message)
+        if isinstance(expected, str):
+            assert expected in message, "%s: %r" % (name, message)
+        else:
+            match = expected.match(message)
+            assert match, "%s: %r" % (name, message)
+            assert 8 <= int(match.group(1)) < 24, message
     assert not (files["tmp"] / "bad" / "checkpoint").exists()
 
 

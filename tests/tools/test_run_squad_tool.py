@@ -228,7 +228,18 @@ def _bad_input_cases(files):
         json.dump({"version": "1.1", "data": [{"title": "t", "paragraphs": [
             {"text": "A paragraph under another key.", "qas": []}]}]}, f)
     out = files["tmp"] / "bad"
+    big_vocab, num_tokens = toolrun.vocab_with_extra_tokens(
+        files["vocab"], files["tmp"] / "vocab_plus_3.txt")
+    no_sep = toolrun.vocab_without(files["vocab"], files["tmp"] / "vocab_no_sep.txt", "[SEP]")
+    under_a_file, blocker = toolrun.path_under_a_file(files["tmp"] / "blocked")
     return [
+        ("vocab larger than vocab_size", _flags(files, out, vocab_file=big_vocab),
+         "--vocab_file=%s has %d tokens, more than vocab_size %d of %s"
+         % (big_vocab, num_tokens, num_tokens - 3, files["config"])),
+        ("vocab without [SEP]", _flags(files, out, vocab_file=no_sep),
+         "--vocab_file=%s has no [SEP] token" % no_sep),
+        ("output_dir under a file", _flags(files, under_a_file),
+         "--output_dir=%s: %s is a file, not a directory" % (under_a_file, blocker)),
         ("not SQuAD", _flags(files, out, do_train="False", predict_file=not_squad),
          "%s is not a SQuAD file: data[0].paragraphs[0] has no key 'context'" % not_squad),
         ("max_seq_length too short for the query",

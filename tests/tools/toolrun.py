@@ -77,6 +77,39 @@ def user_errors(tool, cases, work_dir):
     return read_user_errors(start_user_errors(tool, cases, work_dir))
 
 
+# ----------------------------------------------------------------- bad inputs
+#
+# Inputs that several tools must refuse with one line.
+
+
+def vocab_with_extra_tokens(vocab_file, path, num_extra=3):
+    """A copy of `vocab_file` with `num_extra` more tokens: (path, number of tokens)."""
+    with open(vocab_file, encoding="utf-8") as f:
+        tokens = f.read().splitlines()
+    tokens += ["extra%d" % i for i in range(num_extra)]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(tokens) + "\n")
+    return str(path), len(tokens)
+
+
+def vocab_without(vocab_file, path, token):
+    """A copy of `vocab_file` without the line `token` (e.g. "[CLS]")."""
+    with open(vocab_file, encoding="utf-8") as f:
+        tokens = [t for t in f.read().splitlines() if t != token]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(tokens) + "\n")
+    return str(path)
+
+
+def path_under_a_file(directory, name="output"):
+    """(`directory/a_file/<name>`, `directory/a_file`): a path that cannot be created."""
+    os.makedirs(str(directory), exist_ok=True)
+    blocker = os.path.join(str(directory), "a_file")
+    with open(blocker, "w") as f:
+        f.write("not a directory\n")
+    return os.path.join(blocker, name), blocker
+
+
 def _run_user_error_cases(tool, cases_json, results_json):
     sys.argv = [tool]
     sys.path.insert(0, os.path.dirname(tool))
