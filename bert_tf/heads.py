@@ -8,6 +8,7 @@ The heads live under the TF1 root scope `cls`, next to `bert`:
   cls/seq_relationship/output_weights [2, D], output_bias [2]
 """
 
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 import keras
 from keras import ops
 
@@ -75,6 +76,9 @@ class MaskedLMHead(keras.layers.Layer):
 
     Returns:
       float32 logits of shape [batch_size, max_predictions_per_seq, vocab_size].
+      Under mixed precision the matmul with the embedding table runs in the
+      compute dtype (bfloat16 / float16); its result is cast to float32 before
+      `output_bias` is added.
     """
 
     def __init__(self, vocab_size, hidden_size=768, hidden_act="gelu", initializer_range=0.02,

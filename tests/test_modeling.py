@@ -9,6 +9,8 @@ import tensorflow as tf
 from bert_tf import BertConfig, BertModel, checkpoint
 from bert_tf.heads import BertPretrainingHeads
 from bert_tf.layers import BertSelfAttention, create_attention_mask_from_input_mask
+from bert_tf.layers import attention_mask_adder
+from bert_tf.layers.initializers import layer_norm
 from tests import numpy_bert
 from tests.conftest import make_inputs
 from tests.tolerances import LAYER_ATOL, LAYER_RTOL
@@ -112,6 +114,45 @@ def test_attention_mask_is_key_side_only():
     assert mask.shape == (2, 3, 4)
     np.testing.assert_array_equal(mask[0], [[1, 1, 0, 0]] * 3)
     np.testing.assert_array_equal(mask[1], [[1, 0, 0, 0]] * 3)
+
+
+def test_attention_mask_adder_is_the_originals_minus_10000():
+    adder = np.asarray(attention_mask_adder(np.array([[1, 1, 0], [0, 0, 0]], np.int32)))
+    assert adder.shape == (2, 1, 1, 3)
+    np.testing.assert_array_equal(
+        adder[:, 0, 0], [[0.0, 0.0, -10000.0], [-10000.0, -10000.0, -10000.0]],
+        err_msg="the attention mask adder must be the original's (1 - mask) * -10000.0")
+    # What the value changes: a row whose input_mask is all zeros keeps the
+    # softmax of its raw scores (float32 rounding at 10000 aside), where a
+    # larger adder (-1e9) would make it uniform.
+    scores = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
+    probs = np.asarray(keras.ops.softmax(scores + np.float32(-10000.0)))
+    np.testing.assert_allclose(probs, numpy_bert.softmax(scores.astype(np.float64)), atol=1e-3)
+    assert np.abs(probs - 0.25).max() > 0.3
+
+
+def test_layer_norm_epsilon_is_1e_12_on_rows_of_tiny_variance():
+    """The original's LayerNorm epsilon is 1e-12; rows whose variance is near it show it.
+
+    With variance 1e-12 the epsilon changes the output by a factor sqrt(2);
+    an epsilon of 1e-6 would shrink these rows by a factor of 30 to 1000.
+    """
+    rng = np.random.RandomState(0)
+    stddevs = np.array([1e-6, 3e-6, 1e-5, 3e-5, 1.0])[:, None]  # variances 1e-12 .. 1
+    x = (rng.randn(5, 32) * stddevs).astype(np.float32)
+    x -= x.mean(-1, keepdims=True)  # zero-mean rows: no cancellation in float32
+    norm = layer_norm()
+    gamma = rng.uniform(0.5, 1.5, 32).astype(np.float32)
+    beta = rng.uniform(-0.1, 0.1, 32).astype(np.float32)
+    norm.build((None, 32))
+    norm.set_weights([gamma, beta])
+    ours = np.asarray(norm(x))
+    want = numpy_bert.layer_norm(x.astype(np.float64), gamma, beta)
+    for row, stddev in enumerate(stddevs[:, 0]):
+        np.testing.assert_allclose(
+            ours[row], want[row], atol=LAYER_ATOL, rtol=LAYER_RTOL,
+            err_msg="LayerNorm of a row with variance %.0e: epsilon must be the original's "
+                    "1e-12" % stddev ** 2)
 
 
 def test_heads_match_numpy_restatement(tiny_config):

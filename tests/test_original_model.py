@@ -1,11 +1,13 @@
 """Differential tests: our model and checkpoints against the original code."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, BertModel, checkpoint
 from bert_tf.heads import BertPretrainingHeads
+from bert_tf.layers import masks
 from tests.conftest import TINY_CONFIG, make_inputs, write_config
 from tests.original import run_oracle
 from tests.tolerances import MODEL_ATOL
@@ -78,6 +80,102 @@ def test_original_checkpoint_loads_and_outputs_agree(tmp_path, index):
     restored = dict(np.load(tmp_path / "restored.npz"))
     for name in theirs:
         np.testing.assert_array_equal(restored[name], theirs[name], err_msg=name)
+
+
+# A row whose input_mask is all zeros sees `score - 10000.0` everywhere, which
+# float32 rounds to a grid of 2^-10 (about 1e-3): a one-ulp difference in a raw
+# score can move that row's outputs by about 1e-3 (3e-4 measured), so the row
+# is compared at this tolerance. An adder of -1e9 moves it by about 1.
+EMPTY_ROW_ATOL = 5e-3
+
+
+def test_a_row_without_real_tokens_matches_the_original(tmp_path, monkeypatch):
+    """An all-zero `input_mask` row: the original adds -10000.0 to every score.
+
+    The softmax of that row then stays that of its raw scores, where a larger
+    adder (-1e9) would round the scores away and make it uniform. Only such a
+    row tells the two apart: elsewhere exp(-10000) is already exactly 0.
+    """
+    config_file = write_config(tmp_path / "bert_config.json", TINY_CONFIG)
+    inputs = make_inputs(batch_size=4, seq_length=9, seed=2)
+    empty_row = 2
+    inputs["input_mask"][empty_row] = 0
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    ckpt = str(tmp_path / "bert_model.ckpt")
+    run_oracle("model_oracle", "save", config_file, tmp_path / "inputs.npz", ckpt,
+               tmp_path / "theirs.npz", 21, "heads")
+    theirs = dict(np.load(tmp_path / "theirs.npz"))
+
+    config = BertConfig.from_json_file(config_file)
+    model, heads = BertModel(config), BertPretrainingHeads(config)
+    checkpoint.load_checkpoint([model, heads], ckpt, strict=True)
+
+    ours = _run_ours(model, heads, inputs)
+    hidden = [k for k in ours if not k.endswith("log_probs")]
+
+    def by_row(outputs):  # every output with the batch axis first
+        rows = {k: outputs[k] for k in hidden}
+        rows["masked_lm_log_probs"] = outputs["masked_lm_log_probs"].reshape(
+            4, -1, config.vocab_size)
+        rows["next_sentence_log_probs"] = outputs["next_sentence_log_probs"]
+        return rows
+
+    ours, theirs = by_row(ours), by_row(theirs)
+    real_rows = [i for i in range(4) if i != empty_row]
+    _assert_outputs_close({k: v[real_rows] for k, v in ours.items()},
+                          {k: v[real_rows] for k, v in theirs.items()})
+    for name in ("layer_0", "layer_1", "sequence_output", "pooled_output"):
+        np.testing.assert_allclose(
+            ours[name][empty_row], theirs[name][empty_row], atol=EMPTY_ROW_ATOL,
+            err_msg="%s of the all-zero input_mask row differs from the original's, which adds "
+                    "the mask adder -10000.0 to every score of that row" % name)
+
+    # The row does tell the adders apart: with -1e9 it moves far beyond the
+    # tolerance.
+    monkeypatch.setattr(masks, "MASK_ADDER", -1e9)
+    uniform = by_row(_run_ours(model, heads, inputs))
+    assert np.abs(uniform["sequence_output"][empty_row]
+                  - theirs["sequence_output"][empty_row]).max() > 20 * EMPTY_ROW_ATOL
+
+
+# Every LayerNorm gamma, and the embedding tables' scale: each LayerNorm's
+# input then has a variance around 1e-10, where an epsilon other than the
+# original's 1e-12 changes the output by orders of magnitude.
+TINY_SCALE = 1e-5
+
+
+def test_hidden_states_of_tiny_variance_match_the_original(tmp_path):
+    """Every LayerNorm (embeddings, encoder, cls transform) on inputs of variance ~1e-10."""
+    config_file = write_config(tmp_path / "bert_config.json", TINY_CONFIG)
+    config = BertConfig.from_json_file(config_file)
+    keras.utils.set_random_seed(4)
+    model, heads = BertModel(config), BertPretrainingHeads(config)
+    scaled = []
+    for variable in model.weights + heads.weights:
+        name = checkpoint.tf1_name(variable)
+        if name.endswith("LayerNorm/gamma"):
+            variable.assign(np.full(variable.shape, TINY_SCALE, np.float32))
+            scaled.append(name)
+        elif name.endswith("_embeddings"):  # word, token type and position tables
+            value = variable.numpy()
+            variable.assign(value * (TINY_SCALE / value.std()))
+            scaled.append(name)
+    assert len(scaled) == 3 + 1 + 2 * config.num_hidden_layers + 1
+    ckpt = checkpoint.save_checkpoint([model, heads], str(tmp_path / "ours" / "model.ckpt-0"))
+    inputs = make_inputs(batch_size=3, seq_length=9, seed=5)
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    run_oracle("model_oracle", "restore", config_file, tmp_path / "inputs.npz", ckpt,
+               tmp_path / "theirs.npz", "heads")
+    theirs = dict(np.load(tmp_path / "theirs.npz"))
+    ours = _run_ours(model, heads, inputs)
+    for name in ("embedding_output", "layer_0", "layer_1", "sequence_output", "pooled_output"):
+        scale = np.abs(theirs[name]).max()
+        assert scale < 10 * TINY_SCALE, (name, scale)  # the hidden states are tiny
+        np.testing.assert_allclose(
+            ours[name], theirs[name], atol=MODEL_ATOL * scale, rtol=MODEL_ATOL,
+            err_msg="%s on hidden states of variance ~1e-10: the LayerNorm epsilon must be "
+                    "the original's 1e-12" % name)
+    _assert_outputs_close({k: v for k, v in ours.items() if k.endswith("log_probs")}, theirs)
 
 
 def test_pretraining_checkpoint_with_optimizer_state(original_checkpoint):

@@ -187,6 +187,37 @@ def test_task_loss_on_whole_batch_is_the_original_total_loss_and_splits_exactly(
     np.testing.assert_allclose(sum(p.numpy() for p in parts), whole.numpy(), rtol=1e-6)
 
 
+def _without_masked_predictions(batches):
+    """`batches` with every prediction slot zero-padded: masked_lm_weights all 0."""
+    batches = dict(batches)
+    for key in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
+        batches[key] = np.zeros_like(batches[key])
+    return batches
+
+
+def test_task_loss_of_a_batch_without_masked_predictions_is_the_next_sentence_loss():
+    """All-zero masked_lm_weights in the whole global batch: 0 / (0 + 1e-5), not 0 / 0."""
+    config = tiny_config()
+    model = pretraining.BertPretrainer(config)
+    task = PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS)
+    batch = {k: v[0] for k, v in _without_masked_predictions(random_batches(1)).items()}
+    outputs = model(batch, training=False)
+    nsp, _, _ = pretraining.get_next_sentence_output(
+        outputs["next_sentence_logits"], batch["next_sentence_labels"])
+    normalizers = task.loss_normalizers(batch)
+    whole, sums = task.compute_loss(model, batch, normalizers, training=False)
+    assert np.isfinite(whole.numpy()), (
+        "PretrainingTask.compute_loss is %s on a batch whose masked_lm_weights are all zero: "
+        "the masked-LM denominator needs the original's + 1e-5" % whole.numpy())
+    assert float(sums["masked_lm_weight"]) == 0.0
+    np.testing.assert_allclose(whole.numpy(), nsp.numpy(), rtol=1e-6)
+    # Split as replicas or micro-batches split it: each share finite, same sum.
+    halves = [{k: v[:4] for k, v in batch.items()}, {k: v[4:] for k, v in batch.items()}]
+    parts = [task.compute_loss(model, h, normalizers, training=False)[0].numpy() for h in halves]
+    assert np.all(np.isfinite(parts)), parts
+    np.testing.assert_allclose(sum(parts), whole.numpy(), rtol=1e-6)
+
+
 def write_records(path, batches):
     """Writes `batches` ([steps, batch, ...]) as pre-training tf.train.Examples (spec §4.6)."""
     with tf.io.TFRecordWriter(path) as writer:
@@ -355,3 +386,47 @@ def test_eval_metrics_match_the_originals_metric_fn(parity):
     for key in sorted(theirs):
         np.testing.assert_allclose(ours[key], theirs[key], atol=MODEL_ATOL, rtol=MODEL_ATOL,
                                    err_msg=key)
+
+
+@pytest.mark.original
+def test_a_global_batch_without_masked_predictions_trains_as_the_original(tmp_path):
+    """Step 1's global batch has no masked prediction at all; step 2 is ordinary.
+
+    The original's loss is finite there (its masked-LM loss is 0 / (0 + 1e-5));
+    the task's `compute_loss` and the Trainer must give its losses and weights.
+    """
+    from tests.original import run_oracle
+    config = tiny_config()
+    config_file = write_config(config, str(tmp_path / "bert_config.json"))
+    init = write_init_checkpoint(config, str(tmp_path / "init" / "bert_model.ckpt"))
+    batches = random_batches(2, seed=8)
+    empty = _without_masked_predictions(batches)
+    for key in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
+        batches[key][0] = empty[key][0]
+    np.savez(tmp_path / "batches.npz", **batches)
+    # No warm-up: the first update has a non-zero learning rate.
+    run_oracle("pretraining_oracle", "train", config_file, init, tmp_path / "batches.npz",
+               tmp_path / "original.npz", LEARNING_RATE, 2, 0, "init")
+    original = dict(np.load(tmp_path / "original.npz"))
+    assert original["masked_lm_loss"][0] == 0.0 and np.isfinite(original["total_loss"]).all()
+
+    task = PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS)
+    model = task.build_model()
+    checkpoint.load_checkpoint(model, init, strict=True)
+    first = {k: v[0] for k, v in batches.items()}
+    loss, _ = task.compute_loss(model, first, task.loss_normalizers(first), training=False)
+    np.testing.assert_allclose(
+        loss.numpy(), original["total_loss"][0], atol=MODEL_ATOL, rtol=MODEL_ATOL,
+        err_msg="PretrainingTask.compute_loss on a global batch whose masked_lm_weights are "
+                "all zero (the original's masked-LM denominator is sum(weights) + 1e-5)")
+
+    output_dir = str(tmp_path / "ours")
+    trainer = training.Trainer(distribute.get_strategy("off"), task, output_dir)
+    history = trainer.train(in_memory_dataset_fn(batches), BATCH_SIZE, 2, LEARNING_RATE, 0,
+                            init_checkpoint=init, iterations_per_loop=1)
+    np.testing.assert_allclose(
+        np.concatenate([h["losses"] for h in history]), original["total_loss"],
+        atol=MODEL_ATOL, rtol=MODEL_ATOL,
+        err_msg="Trainer losses on a global batch whose masked_lm_weights are all zero")
+    final = checkpoint.read_checkpoint(os.path.join(output_dir, "model.ckpt-2"))
+    _assert_same_variables(final, original, prefix="final:")

@@ -9,7 +9,6 @@ stop, mixed precision, LAMB, summaries. (Against the original code itself:
 tests/test_pretraining.py; several replicas and workers: tests/test_distribute.py.)
 """
 
-import logging as std_logging
 import os
 import shutil
 
@@ -17,7 +16,6 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import logging as absl_logging
 
 from bert_tf import checkpoint
 from bert_tf import distribute
@@ -60,17 +58,6 @@ def _assert_same_checkpoints(a, b, atol=SAME_UPDATE_ATOL):
     assert set(a) == set(b)
     for name in sorted(a):
         np.testing.assert_allclose(a[name], b[name], atol=atol, rtol=atol, err_msg=name)
-
-
-@pytest.fixture
-def info_logs(caplog):
-    """caplog at INFO for absl's logger too (another test may have set its verbosity)."""
-    old_verbosity = absl_logging.get_verbosity()
-    absl_logging.set_verbosity(absl_logging.INFO)
-    caplog.set_level(std_logging.INFO)
-    caplog.set_level(std_logging.INFO, logger="absl")
-    yield caplog
-    absl_logging.set_verbosity(old_verbosity)
 
 
 @pytest.fixture(autouse=True)
@@ -165,6 +152,45 @@ def test_checkpoints_keep_last_5_and_resume_continues_the_same_run(tmp_path, ini
     assert {"loss", "learning_rate", "masked_lm_accuracy", "next_sentence_accuracy",
             "global_step/sec", "examples/sec"} <= tags
     assert tf.io.gfile.glob(str(output_dir / "eval" / "events.out.tfevents.*"))
+
+
+def _assert_global_step(prefix, expected):
+    values = checkpoint.read_checkpoint(prefix)
+    has_global_step = "global_step" in values
+    assert has_global_step, "%s holds no global_step" % prefix
+    assert values["global_step"].dtype == np.int64, (prefix, values["global_step"].dtype)
+    assert int(values["global_step"]) == expected, (
+        "%s holds global_step %d, not %d" % (prefix, int(values["global_step"]), expected))
+
+
+def test_checkpoints_hold_global_step_and_a_resumed_run_continues_from_it(tmp_path,
+                                                                          init_checkpoint):
+    # save_checkpoint writes global_step when given one (a model.ckpt-N), none
+    # otherwise (a release's bert_model.ckpt has none).
+    model = BertModel(tiny_config())
+    direct = checkpoint.save_checkpoint(model, str(tmp_path / "direct" / "model.ckpt-7"),
+                                        global_step=7)
+    _assert_global_step(direct, 7)
+    assert "global_step" not in checkpoint.list_checkpoint_variables(init_checkpoint)
+
+    # The Trainer's model.ckpt-N hold global_step N.
+    batches = random_batches(3, seed=9)
+    output_dir = tmp_path / "run"
+    _train(_trainer(output_dir), batches, 3, init_checkpoint, save_checkpoints_steps=2,
+           iterations_per_loop=1)
+    for step in (2, 3):
+        _assert_global_step(str(output_dir / ("model.ckpt-%d" % step)), step)
+
+    # A new Trainer on the same output_dir restores global_step 3 (into the
+    # optimizer's step, which drives the learning-rate schedule) and runs 4 and 5.
+    trainer = _trainer(output_dir)
+    assert trainer.restore() == 3, "restored global_step of %s" % (output_dir / "model.ckpt-3")
+    history = trainer.train(in_memory_dataset_fn(batches, repeat=True), BATCH_SIZE, 5, 1e-3, 1,
+                            init_checkpoint=init_checkpoint, iterations_per_loop=1)
+    assert [h["step"] for h in history] == [4, 5], (
+        "a run resumed from model.ckpt-3 must continue at global_step 4")
+    assert int(trainer.base_optimizer.iterations.numpy()) == 5
+    _assert_global_step(str(output_dir / "model.ckpt-5"), 5)
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, init_checkpoint):

@@ -1,9 +1,15 @@
 """The attention mask (original: `create_attention_mask_from_input_mask`)."""
 
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 from keras import ops
 
-# Added to the scores of masked key positions. The original uses -10000.0, not
-# -inf: a fully masked row still gets a (uniform) softmax instead of NaN.
+# Added to the scores of masked key positions (the original's -10000.0, not
+# -inf). Next to any attended key, exp(-10000) underflows to 0, so masked keys
+# get probability exactly 0. A row whose input_mask is all zeros gets the same
+# -10000.0 added to every score, so its softmax stays that of the raw scores
+# (up to float32 rounding at 10000) instead of NaN; it is not uniform. (A much
+# larger adder, such as -1e9, would round the scores away and make that row
+# uniform: different numbers from the original's.)
 MASK_ADDER = -10000.0
 
 

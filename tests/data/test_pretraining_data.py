@@ -247,6 +247,74 @@ def test_inline_rng_reproduces_random():
     assert gen.rng.random() == ref.random()
 
 
+# Configurations that draw through every RNG helper: document and candidate
+# shuffles, randint for short targets, the A/B split and random documents, and
+# the random-word replacement (per piece and whole-word; "mask_all" masks every
+# token, so it draws many replacement words).
+FALLBACK_CONFIGS = ["seq32_short", "mask_all", "wwm_seq32"]
+
+
+def _force_stock_rng(monkeypatch):
+    """As on a Python whose random.Random the inlined helpers do not reproduce."""
+    monkeypatch.setattr(pd, "_INLINE_RNG_OK", None)
+    monkeypatch.setattr(pd, "_check_inline_rng", lambda: False)
+
+
+def _run_with_stock_rng(flags, monkeypatch):
+    capture = _Capture()
+    absl_logger = std_logging.getLogger("absl")
+    absl_logger.addHandler(capture)
+    try:
+        _force_stock_rng(monkeypatch)
+        stats = _run_ours(flags)
+    finally:
+        absl_logger.removeHandler(capture)
+        monkeypatch.undo()
+    assert any("using the slower stock methods" in line for line in capture.lines), capture.lines
+    return stats
+
+
+@pytest.mark.parametrize("name", FALLBACK_CONFIGS)
+def test_stock_random_fallback_equals_the_inlined_path(name, corpus, workdir, monkeypatch):
+    """The fallback (stock `rng.randint` / `rng.shuffle`) writes the inlined path's records."""
+    if not pd._inline_rng_ok():
+        pytest.skip("the inlined helpers do not reproduce this Python's random.Random")
+    cfg = dict(CONFIGS)[name]
+    inline_flags, inline_outputs = _flags(corpus, workdir, name, cfg, "ours_inline_rng")
+    _run_ours(inline_flags)
+    flags, outputs = _flags(corpus, workdir, name, cfg, "ours_stock_rng")
+    stats = _run_with_stock_rng(flags, monkeypatch)
+    assert stats["instances"] > 100
+    for stock_file, inline_file in zip(outputs, inline_outputs):
+        stock, inline = lib.read_records(stock_file), lib.read_records(inline_file)
+        assert len(stock) == len(inline), (
+            "%s: the stock-random fallback wrote %d records, the inlined path %d"
+            % (stock_file, len(stock), len(inline)))
+        for i, (a, b) in enumerate(zip(stock, inline)):
+            assert a == b, ("record %d differs between the stock-random fallback and the "
+                            "inlined path:\nfallback %s\ninlined %s"
+                            % (i, lib.decode(a), lib.decode(b)))
+
+
+@pytest.mark.original
+@pytest.mark.parametrize("name", FALLBACK_CONFIGS)
+def test_stock_random_fallback_equals_original(name, corpus, workdir, original_results,
+                                               monkeypatch):
+    cfg = dict(CONFIGS)[name]
+    flags, outputs = _flags(corpus, workdir, name, cfg, "ours_stock_rng_vs_original")
+    _run_with_stock_rng(flags, monkeypatch)
+    _, original_outputs = _flags(corpus, workdir, name, cfg, "original")
+    for ours_file, original_file in zip(outputs, original_outputs):
+        ours, theirs = lib.read_records(ours_file), lib.canonical_records(original_file)
+        assert len(ours) == len(theirs), (
+            "%s: the stock-random fallback wrote %d records, the original %d"
+            % (ours_file, len(ours), len(theirs)))
+        for i, (a, b) in enumerate(zip(ours, theirs)):
+            assert a == b, ("record %d of the stock-random fallback differs from the "
+                            "original's:\nfallback %s\noriginal %s"
+                            % (i, lib.decode(a), lib.decode(b)))
+
+
 class _TinyVocab(object):
     """A VocabInfo stand-in: ids 0..9, [CLS]=1, [SEP]=2, [MASK]=3, "##" pieces 7-9."""
     vocab_ids = list(range(10))

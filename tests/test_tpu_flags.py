@@ -1,0 +1,124 @@
+"""The original's TPU flags, checked as far as they can be without a TPU.
+
+* run_pretraining (and the other training tools): `--num_tpu_cores` is ignored
+  with a warning, because TPUStrategy uses every core of the TPU it connects
+  to. The strategy is a stand-in with a known number of replicas.
+* extract_features accepts `--use_tpu`, `--master`, `--num_tpu_cores` and
+  `--use_one_hot_embeddings`, says so, and runs on the local device: its
+  output equals the output without them.
+"""
+
+import functools
+import json
+import logging as std_logging
+import os
+import sys
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import flags
+
+from bert_tf import BertConfig, BertModel, checkpoint
+from bert_tf import cli
+from bert_tf import distribute
+from tests.conftest import TINY_CONFIG, write_config
+from tests.tolerances import JSON_ATOL
+from tests.tools import toolrun
+
+
+class _DefineInto(object):
+    """`absl.flags` whose DEFINE_* functions define into `flag_values`."""
+
+    def __init__(self, flag_values):
+        self._flag_values = flag_values
+
+    def __getattr__(self, name):
+        value = getattr(flags, name)
+        if name.startswith("DEFINE"):
+            return functools.partial(value, flag_values=self._flag_values)
+        return value
+
+
+def _training_tool_flags(*argv):
+    """The TPU and scale-out flags of run_pretraining, parsed from `argv`."""
+    flag_values = flags.FlagValues()
+    cli.define_tpu_flags(_DefineInto(flag_values))
+    cli.define_scale_out_flags(_DefineInto(flag_values))
+    flag_values(["run_pretraining"] + list(argv))
+    return flag_values
+
+
+def test_num_tpu_cores_is_ignored_with_a_warning(monkeypatch, caplog):
+    # A TPU that turns out to have one core: the default strategy (1 replica).
+    requested = []
+
+    def get_strategy(name, *args, **kwargs):
+        requested.append(name)
+        return tf.distribute.get_strategy()
+
+    monkeypatch.setattr(distribute, "get_strategy", get_strategy)
+    caplog.set_level(std_logging.WARNING, logger="absl")
+    strategy = cli.strategy_from_flags(_training_tool_flags(
+        "--use_tpu=True", "--tpu_name=my-tpu", "--num_tpu_cores=8"))
+    assert requested == ["tpu"]
+    assert strategy.num_replicas_in_sync == 1  # the run goes on with every core it has
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == std_logging.WARNING]
+    assert any("--num_tpu_cores=8 is ignored" in w for w in warnings), (
+        "--use_tpu with --num_tpu_cores=8 on a 1-core TPU must warn that the flag is ignored; "
+        "warnings: %s" % warnings)
+
+    # Matching the TPU, or without --use_tpu (the original: "Only used if
+    # `use_tpu` is True"), there is nothing to say.
+    caplog.clear()
+    cli.strategy_from_flags(_training_tool_flags("--use_tpu=True", "--tpu_name=my-tpu",
+                                                 "--num_tpu_cores=1"))
+    cli.strategy_from_flags(_training_tool_flags("--num_tpu_cores=8"))
+    assert not [r for r in caplog.records if "num_tpu_cores" in r.getMessage()]
+
+
+def _extract_features_setup(tmp_path):
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "the", "loop", "else",
+             "clause", "is", "executed", "when", "terminates", "a", "b", "##s", "##ed"]
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    config_file = write_config(tmp_path / "bert_config.json",
+                               dict(TINY_CONFIG, vocab_size=len(vocab)))
+    keras.utils.set_random_seed(6)
+    model = BertModel(BertConfig.from_json_file(config_file))
+    ckpt = checkpoint.save_checkpoint(model, str(tmp_path / "bert_model.ckpt"),
+                                      update_state=False)
+    (tmp_path / "input.txt").write_text(
+        "The else clause is executed.\nthe loop terminates ||| a b\n\nloops\n", encoding="utf-8")
+    return ["--input_file=%s" % (tmp_path / "input.txt"),
+            "--vocab_file=%s" % (tmp_path / "vocab.txt"),
+            "--bert_config_file=%s" % config_file, "--init_checkpoint=%s" % ckpt,
+            "--layers=-1,-2", "--max_seq_length=16", "--batch_size=2"]
+
+
+def _read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def test_extract_features_accepts_the_tpu_flags_and_runs_locally(tmp_path):
+    common = _extract_features_setup(tmp_path)
+    tool = os.path.join("tools", "extract_features.py")
+    plain = str(tmp_path / "plain.jsonl")
+    rc, _, err = toolrun.run([sys.executable, tool, "--output_file=" + plain] + common)
+    assert rc == 0, err[-3000:]
+    with_tpu_flags = str(tmp_path / "tpu_flags.jsonl")
+    rc, _, err = toolrun.run([sys.executable, tool, "--output_file=" + with_tpu_flags,
+                              "--use_tpu=True", "--master=grpc://10.0.0.2:8470",
+                              "--num_tpu_cores=2", "--use_one_hot_embeddings=True"] + common)
+    assert rc == 0, err[-3000:]
+    assert "--use_tpu" in err  # the warning: the run stays on the local device
+
+    ours, reference = _read_jsonl(with_tpu_flags), _read_jsonl(plain)
+    assert len(ours) == len(reference) == 4
+    for a, b in zip(ours, reference):
+        assert a["linex_index"] == b["linex_index"]
+        assert [t["token"] for t in a["features"]] == [t["token"] for t in b["features"]]
+        for ta, tb in zip(a["features"], b["features"]):
+            for la, lb in zip(ta["layers"], tb["layers"]):
+                assert la["index"] == lb["index"]
+                np.testing.assert_allclose(la["values"], lb["values"], atol=JSON_ATOL)
