@@ -26,9 +26,7 @@ no such repetition.
 
 import json
 import os
-import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -37,6 +35,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
+
+import proctree  # noqa: E402  (bench/, beside this script)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -89,76 +89,13 @@ def _run_ours(spec):
                       "rss_before_kb": rss_before, "peak_rss_kb": _status_kb("VmHWM")}))
 
 
-def _descendants(pid):
-    """pid and all its descendants (from /proc/*/stat parent links)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(children.get(p, []))
-    return out
-
-
-def _memory_kb(pid):
-    """(Rss, Pss) of one process in kB, from /proc/<pid>/smaps_rollup."""
-    rss = pss = 0
-    try:
-        with open("/proc/%d/smaps_rollup" % pid) as f:
-            for line in f:
-                if line.startswith("Rss:"):
-                    rss = int(line.split()[1])
-                elif line.startswith("Pss:"):
-                    pss = int(line.split()[1])
-    except OSError:
-        pass
-    return rss, pss
-
-
 def _subprocess(args):
-    """Runs `python args`; returns (stdout, wall seconds, memory peaks in kB).
+    """Runs `python args`; returns (stdout, wall seconds, {"tree_pss_kb": peak}).
 
-    The peak of the summed PSS (proportional set size: shared pages split
-    between the processes sharing them) of the process and all its workers is
-    sampled every 0.25 s (workers are looked up every second), so a short
-    spike can be missed; the main process reports its exact peak RSS itself.
+    The main process reports its exact peak RSS itself.
     """
-    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    if "tests.original" in " ".join(args):
-        env.pop("KERAS_BACKEND", None)  # the oracle uses legacy Keras
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable] + args, cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peaks = {"tree_pss_kb": 0}
-    outputs = {}
-
-    def drain():
-        outputs["out"], outputs["err"] = proc.communicate()
-
-    reader = threading.Thread(target=drain)
-    reader.start()
-    samples = 0
-    pids = [proc.pid]
-    while reader.is_alive():
-        if not samples % 4:  # scanning /proc is the expensive part
-            pids = _descendants(proc.pid)
-        samples += 1
-        tree_pss = sum(_memory_kb(p)[1] for p in pids)
-        peaks["tree_pss_kb"] = max(peaks["tree_pss_kb"], tree_pss)
-        reader.join(0.25)
-    wall = time.perf_counter() - start
-    if proc.returncode:
-        raise RuntimeError("%s failed:\n%s" % (" ".join(args), outputs["err"][-3000:]))
-    return outputs["out"], wall, peaks
+    out, wall, _, tree_pss_kb, _ = proctree.run_python(args)
+    return out, wall, {"tree_pss_kb": tree_pss_kb}
 
 
 def _run_original(directory, corpus, vocab_file, output_file):

@@ -15,12 +15,23 @@ instances in the same order as the original. `--num_workers=N` (N > 1) or
 `--documents_per_shard=D` switch to sharded mode: shards of D documents each
 get their own seed, run in N processes, and memory stays bounded; the output
 then depends on the seed and D, never on N (see bert_tf/data/pretraining_data.py).
+
+`--runner=DirectRunner|DataflowRunner|FlinkRunner|SparkRunner` runs sharded
+mode on Apache Beam (`pip install bert_tf[beam]`) and writes the same files as
+`--documents_per_shard=D` without it; Beam's own options follow a `--`:
+
+  python tools/create_pretraining_data.py --input_file='corpus/*.txt' \
+    --output_file=data/tf_examples.tfrecord --num_output_files=16 \
+    --vocab_file=vocab.txt --runner=DirectRunner \
+    -- --direct_running_mode=multi_processing --direct_num_workers=8
 """
 
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
+    sys.path.insert(0, _REPO)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -67,6 +78,16 @@ flags.DEFINE_integer(
     "D > 0 = sharded mode: shards of D consecutive documents, each with its own "
     "seed derived from --random_seed, written in shard order; bounded memory.")
 flags.DEFINE_integer(
+    "num_output_files", 0,
+    "0 (default) = --output_file is the original's comma-separated list of "
+    "files. N > 0 = write N files named <output_file>-00000-of-0000N, ...")
+flags.DEFINE_string(
+    "runner", None,
+    "Run sharded mode on Apache Beam with this runner (DirectRunner, "
+    "DataflowRunner, FlinkRunner, SparkRunner, ...): the same output files as "
+    "--documents_per_shard without it. Beam's own pipeline options go after "
+    "a --. Needs `pip install bert_tf[beam]`.")
+flags.DEFINE_integer(
     "record_buffer_mb", 256,
     "Exact mode keeps the serialized instances for the final shuffle in memory "
     "up to this many MB, then spills them to a temporary file next to the "
@@ -76,7 +97,7 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-    if len(argv) > 1:
+    if len(argv) > 1 and not FLAGS.runner:
         raise app.UsageError("Too many command-line arguments: %s" % " ".join(argv[1:]))
     from bert_tf import tokenization
     from bert_tf.data import pretraining_data
@@ -91,9 +112,21 @@ def main(argv):
         FLAGS.documents_per_shard)
     if FLAGS.record_buffer_mb < 0:
         raise UserError("--record_buffer_mb=%d must be >= 0" % FLAGS.record_buffer_mb)
-    # The original splits --output_file on "," without stripping.
-    output_files = FLAGS.output_file.split(",")
+    if FLAGS.runner and FLAGS.num_workers > 1:
+        raise UserError("--num_workers=%d is sharded mode's process count; with --runner=%s "
+                        "the runner's options set the workers (DirectRunner: -- "
+                        "--direct_running_mode=multi_processing --direct_num_workers=%d)"
+                        % (FLAGS.num_workers, FLAGS.runner, FLAGS.num_workers))
+    output_files = pretraining_data.output_file_names(FLAGS.output_file,
+                                                      FLAGS.num_output_files)
+    from bert_tf import fileio
+    for output_file in output_files:
+        if output_file:  # an empty name gets its own error below
+            fileio.check_writable(output_file, "output_file", directory=False)
     input_files = pretraining_data.expand_input_patterns(FLAGS.input_file.split(","))
+    if FLAGS.runner:
+        _run_on_beam(input_files, output_files, argv[1:])
+        return
     tokenizer = tokenization.FullTokenizer(
         vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     pretraining_data.create_pretraining_data(
@@ -105,6 +138,37 @@ def main(argv):
         do_whole_word_mask=FLAGS.do_whole_word_mask, num_workers=FLAGS.num_workers,
         documents_per_shard=FLAGS.documents_per_shard,
         record_buffer_bytes=FLAGS.record_buffer_mb << 20)
+
+
+def _run_on_beam(input_files, output_files, beam_args):
+    from bert_tf.errors import UserError
+    try:
+        from bert_tf.data import beam_pipeline
+    except ImportError as e:
+        if not (e.name or "").startswith("apache_beam"):
+            raise
+        raise UserError("--runner=%s needs Apache Beam: pip install 'bert_tf[beam]'"
+                        % FLAGS.runner) from None
+    # DirectRunner's worker processes log to this stderr themselves; their
+    # logs also come back through the runner, once more each.
+    import logging as std_logging
+    std_logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(
+        std_logging.WARNING)
+    # DirectRunner's worker processes import bert_tf as this script does
+    # (from this clone, when it runs from one).
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isfile(os.path.join(root, "bert_tf", "__init__.py")):
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    beam_pipeline.create_pretraining_data_beam(
+        input_files, output_files, FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
+        max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
+        masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
+        do_whole_word_mask=FLAGS.do_whole_word_mask,
+        documents_per_shard=FLAGS.documents_per_shard, runner=FLAGS.runner,
+        beam_args=beam_args)
 
 
 if __name__ == "__main__":

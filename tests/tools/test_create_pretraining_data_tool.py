@@ -99,17 +99,26 @@ def test_bad_input_one_line_error_no_output(corpus, tmp_path):
         "seq4": (good + ["--max_seq_length=4"], "error: --max_seq_length=4 cannot hold"),
         "pred0": (good + ["--max_predictions_per_seq=0"],
                   "error: --max_predictions_per_seq=0 cannot hold"),
+        # The second output file's directory is a file.
+        "under_a_file": (good, "error: --output_file=%s: %s is a file, not a directory"
+                         % (tmp_path / "under_a_file" / "a_file" / "b.tfrecord",
+                            tmp_path / "under_a_file" / "a_file")),
     }
     procs = {}
     for name, (args, _) in cases.items():
         out_dir = tmp_path / name
         out_dir.mkdir()
+        second = out_dir
+        if name == "under_a_file":
+            second = out_dir / "a_file"
+            second.write_text("not a directory\n")
         procs[name] = _start(
-            args + ["--output_file=%s/a.tfrecord,%s/b.tfrecord" % (out_dir, out_dir)])
+            args + ["--output_file=%s/a.tfrecord,%s/b.tfrecord" % (out_dir, second)])
     for name, (_, message) in cases.items():
         rc, out, err = _finish(procs[name])
         lines = [l for l in err.splitlines() if l.startswith("error:")]
         assert rc == 2, (name, err)
         assert len(lines) == 1 and lines[0].startswith(message), (name, err)
         assert "Traceback" not in err, name
-        assert os.listdir(str(tmp_path / name)) == [], name
+        expected_entries = ["a_file"] if name == "under_a_file" else []
+        assert os.listdir(str(tmp_path / name)) == expected_entries, name
