@@ -5,7 +5,6 @@ the pipeline tests are skipped where apache-beam is not installed. Most runs
 use DirectRunner in-process; one runs the tool with worker processes.
 """
 
-import logging as std_logging
 import os
 import random
 import sys
@@ -239,15 +238,6 @@ def test_beam_one_shard_equals_the_original(bp, corpus, workdir):
         assert records and records == lib.canonical_records(theirs)
 
 
-class _Capture(std_logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
 def test_beam_drops_invalid_utf8_with_the_warning(bp, corpus, workdir):
     with open(corpus["a"], "rb") as f:
         lines = f.read().split(b"\n")
@@ -260,18 +250,13 @@ def test_beam_drops_invalid_utf8_with_the_warning(bp, corpus, workdir):
     sharded = _outputs(workdir, "utf8_sharded", 1)
     beam = _outputs(workdir, "utf8_beam", 1)
     warnings = {}
-    absl_logger = std_logging.getLogger("absl")
     for who, run in (("sharded", lambda: _sharded(corpus, [dirty], sharded, num_workers=1,
                                                   documents_per_shard=30, **SMALL)),
                      ("beam", lambda: bp.create_pretraining_data_beam(
                          [dirty], beam, corpus["vocab"], documents_per_shard=30, **SMALL))):
-        capture = _Capture()
-        absl_logger.addHandler(capture)
-        try:
+        with lib.absl_log_lines() as log_lines:
             run()
-        finally:
-            absl_logger.removeHandler(capture)
-        warnings[who] = [l for l in capture.lines if "not valid UTF-8" in l]
+        warnings[who] = [l for l in log_lines if "not valid UTF-8" in l]
     assert len(warnings["beam"]) == 1 and warnings["beam"] == warnings["sharded"]
     assert "(first: %s line 1)" % dirty in warnings["beam"][0]
     assert lib.read_records(beam[0]) == lib.read_records(sharded[0])

@@ -12,7 +12,6 @@ equal theirs.
 
 import csv
 import json
-import logging as std_logging
 import os
 
 import numpy as np
@@ -205,29 +204,12 @@ def _as_lists(examples):
     return [[e.guid, e.text_a, e.text_b, e.label] for e in examples]
 
 
-class _Capture(std_logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
 def _write_ours_capturing_log(examples, processor, tokenizer, output_file):
-    capture = _Capture()
-    absl_logger = std_logging.getLogger("absl")
-    absl_logger.addHandler(capture)
-    old_verbosity = logging.get_verbosity()
-    logging.set_verbosity(logging.INFO)
-    try:
+    with lib.absl_log_lines(logging.INFO) as log_lines:
         n = cd.file_based_convert_examples_to_features(
             examples, processor.get_labels(), MAX_SEQ_LENGTH, tokenizer, output_file,
             is_regression=processor.is_regression)
-    finally:
-        logging.set_verbosity(old_verbosity)
-        absl_logger.removeHandler(capture)
-    return n, capture.lines
+    return n, log_lines
 
 
 def _example_log(lines):
@@ -412,14 +394,10 @@ def test_sst2_rows_and_aliases(glue):
 
 
 def test_qqp_skips_broken_rows_with_a_warning(glue):
-    capture = _Capture()
-    std_logging.getLogger("absl").addHandler(capture)
-    try:
+    with lib.absl_log_lines() as log_lines:
         train = cd.QqpProcessor().get_train_examples(glue["dirs"]["qqp"])
-    finally:
-        std_logging.getLogger("absl").removeHandler(capture)
     assert [e.guid for e in train] == ["train-%d" % (700 + i) for i in range(6)]
-    assert any("skipped 1 row" in line and "line 5" in line for line in capture.lines)
+    assert any("skipped 1 row" in line and "line 5" in line for line in log_lines)
 
 
 def test_stsb_scores_are_floats_in_the_records(glue, tmp_path):

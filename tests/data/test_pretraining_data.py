@@ -6,7 +6,6 @@ records must equal its records (deterministically re-serialized, see
 `canonical_records`) one for one, in order, in every output file.
 """
 
-import logging as std_logging
 import os
 import random
 
@@ -106,30 +105,13 @@ def original_results(corpus, workdir):
     return dict(zip([n for n, _ in CONFIGS] + ["head_wwm_off", "pip_wwm_off"], results))
 
 
-class _Capture(std_logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
 @pytest.mark.original
 @pytest.mark.parametrize("name,cfg", CONFIGS, ids=[n for n, _ in CONFIGS])
 def test_records_equal_original(name, cfg, corpus, workdir, original_results):
     original_flags, original_outputs = _flags(corpus, workdir, name, cfg, "original")
     flags, outputs = _flags(corpus, workdir, name, cfg, "ours")
-    capture = _Capture()
-    absl_logger = std_logging.getLogger("absl")
-    absl_logger.addHandler(capture)
-    old_verbosity = logging.get_verbosity()
-    logging.set_verbosity(logging.INFO)
-    try:
+    with lib.absl_log_lines(logging.INFO) as log_lines:
         stats = _run_ours(flags)
-    finally:
-        logging.set_verbosity(old_verbosity)
-        absl_logger.removeHandler(capture)
     original_log, original_stats = original_results[name]
     assert stats["instances"] == original_stats["instances"] > 0
     for ours_file, original_file in zip(outputs, original_outputs):
@@ -148,7 +130,7 @@ def test_records_equal_original(name, cfg, corpus, workdir, original_results):
         with open(ours_file, "rb") as f1, open(canonical_file, "rb") as f2:
             assert f1.read() == f2.read()
     # The first 20 examples are logged exactly as the original logs them.
-    assert lib.example_log_lines(capture.lines) == lib.example_log_lines(original_log)
+    assert lib.example_log_lines(log_lines) == lib.example_log_lines(original_log)
     assert len(lib.example_log_lines(original_log)) == 1 + 9 * min(20, stats["instances"])
 
 
@@ -261,16 +243,13 @@ def _force_stock_rng(monkeypatch):
 
 
 def _run_with_stock_rng(flags, monkeypatch):
-    capture = _Capture()
-    absl_logger = std_logging.getLogger("absl")
-    absl_logger.addHandler(capture)
     try:
-        _force_stock_rng(monkeypatch)
-        stats = _run_ours(flags)
+        with lib.absl_log_lines() as log_lines:
+            _force_stock_rng(monkeypatch)
+            stats = _run_ours(flags)
     finally:
-        absl_logger.removeHandler(capture)
         monkeypatch.undo()
-    assert any("using the slower stock methods" in line for line in capture.lines), capture.lines
+    assert any("using the slower stock methods" in line for line in log_lines), log_lines
     return stats
 
 
