@@ -1,7 +1,9 @@
 """SavedModels for TF Serving that take raw text (new: the original exported no SavedModel).
 
 `export_saved_model` rebuilds a classifier (any task of run_classifier's
-registry) or the bare encoder from a Google-format checkpoint, in float32, and
+registry) or the bare encoder from a Google-format checkpoint, in float32
+(or, with `mixed_precision="bf16"`, computing in bfloat16: the same
+signatures, float32 variables and float32 outputs), and
 writes `export_dir/<version>/` (TF Serving's model base-path layout) with a
 `tf.Module` holding the model's variables, the exact tokenizer as core TF ops
 (`GraphTokenizer`), the vocab as an asset (`assets/vocab.txt`) and these
@@ -60,6 +62,7 @@ from bert_tf.data import classifier_data
 from bert_tf.errors import UserError
 from bert_tf.graph_tokenizer import GraphTokenizer
 from bert_tf.modeling import BertModel
+from bert_tf.training import precision
 
 ENCODER = "encoder"
 SQUAD = "squad"
@@ -157,9 +160,21 @@ def float32_policy():
         keras.config.set_dtype_policy(previous)
 
 
-def load_model(kind, config, checkpoint_prefix, num_labels=None):
-    """The float32 model of `kind` with every variable from the checkpoint (strict)."""
-    with float32_policy():
+def _build_policy(mixed_precision):
+    """The policy to build an exported model under: float32 unless asked otherwise."""
+    if mixed_precision in (None, "", "off", "fp32", "float32"):
+        return float32_policy()
+    return precision.dtype_policy(mixed_precision)
+
+
+def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision=None):
+    """The model of `kind` with every variable from the checkpoint (strict).
+
+    Built in float32 (whatever the process's policy is), or under the mixed
+    policy of `mixed_precision` ("bf16" | "fp16"): float32 variables, the
+    matmuls in bfloat16 / float16.
+    """
+    with _build_policy(mixed_precision):
         if kind == "classifier":
             model = BertClassifier(config, num_labels)
         elif kind == SQUAD:
@@ -310,7 +325,8 @@ class ClassifierServingModule(_ServingModule):
             autograph=False)
 
     def outputs(self, features):
-        logits = self.model(features, training=False)["logits"]  # [B, num_labels]
+        logits = tf.cast(self.model(features, training=False)["logits"],
+                         tf.float32)  # [B, num_labels]
         if self.is_regression:
             return {"score": tf.reshape(logits, [-1])}  # [B]
         probabilities = tf.nn.softmax(logits, axis=-1)  # [B, num_labels]
@@ -348,9 +364,10 @@ class EncoderServingModule(_ServingModule):
         out = self.model(features["input_ids"], input_mask=features["input_mask"],
                          token_type_ids=features["segment_ids"], training=False)
         return {
-            "pooled_output": out["pooled_output"],  # [B, H]
-            "sequence_output": out["sequence_output"],  # [B, S, H]
-            "encoder_outputs": tf.stack(out["all_encoder_layers"], axis=1),  # [B, L, S, H]
+            "pooled_output": tf.cast(out["pooled_output"], tf.float32),  # [B, H]
+            "sequence_output": tf.cast(out["sequence_output"], tf.float32),  # [B, S, H]
+            "encoder_outputs": tf.cast(tf.stack(out["all_encoder_layers"], axis=1),
+                                       tf.float32),  # [B, L, S, H]
         }
 
     def text_outputs(self, features):
@@ -442,7 +459,8 @@ def _optional_module(name, what):
 def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkpoint,
                        export_dir, max_seq_length=128, version=None, fmt="saved_model",
                        doc_stride=128, max_query_length=64, n_best_size=20,
-                       max_answer_length=30, bert_config_file="bert_config_file"):
+                       max_answer_length=30, bert_config_file="bert_config_file",
+                       mixed_precision=None):
     """Exports a checkpoint as `export_dir/<version>/` (see the module docstring).
 
     Every input is checked before anything is written: the task, the vocab
@@ -462,6 +480,9 @@ def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkp
         writes `<version>/preprocessor/` and `<version>/encoder/`).
       doc_stride, max_query_length, n_best_size, max_answer_length: SQuAD's.
       bert_config_file: the config's path, for messages.
+      mixed_precision: None (float32), "bf16" or "fp16": the exported model
+        computes in bfloat16 / float16 (float32 variables; the signatures
+        and their float32 outputs are the same). Every format and task.
 
     Returns:
       str, the version directory written.
@@ -472,6 +493,9 @@ def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkp
     if fmt not in FORMATS:
         raise UserError("--format must be one of %s, got %r" % ("|".join(FORMATS), fmt))
     kind, labels, is_regression = task_spec(task_name)
+    if mixed_precision not in precision.MIXED_PRECISION:
+        raise UserError("--mixed_precision must be one of bf16|fp16 (or empty), got %r"
+                        % (mixed_precision,))
     if fmt == "tfhub" and kind != ENCODER:
         raise UserError("--format=tfhub exports the encoder: use --task_name=%s, not %s"
                         % (ENCODER, task_name))
@@ -493,11 +517,12 @@ def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkp
 
     if hub_lib is not None:
         with atomic_directory(final_dir) as tmp:
-            hub_lib.export_tfhub(config, vocab_file, do_lower_case, prefix, tmp, max_seq_length)
+            hub_lib.export_tfhub(config, vocab_file, do_lower_case, prefix, tmp, max_seq_length,
+                                 mixed_precision=mixed_precision)
         logging.info("Exported %s (TF Hub format) from %s to %s", task_name, prefix, final_dir)
         return final_dir
 
-    model = load_model(kind, config, prefix, num_labels)
+    model = load_model(kind, config, prefix, num_labels, mixed_precision)
     tokenizer = GraphTokenizer(vocab_file, do_lower_case)
     if kind == "classifier":
         module = ClassifierServingModule(model, tokenizer, labels, is_regression,
@@ -516,6 +541,7 @@ def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkp
         module = SquadRoot(module, do_lower_case, max_seq_length, vocab_file)
     with atomic_directory(final_dir) as tmp:
         save_module(module, signatures, tmp, vocab_file)
-    logging.info("Exported %s from %s to %s (signatures: %s)", task_name, prefix, final_dir,
-                 ", ".join(sorted(signatures)))
+    logging.info("Exported %s from %s to %s (signatures: %s; compute: %s)", task_name, prefix,
+                 final_dir, ", ".join(sorted(signatures)),
+                 precision.MIXED_PRECISION[mixed_precision] or "float32")
     return final_dir

@@ -285,12 +285,14 @@ class HubEncoder(tf.train.Checkpoint):
         def call(inputs, training=False):
             outputs = model(inputs["input_word_ids"], input_mask=inputs["input_mask"],
                             token_type_ids=inputs["input_type_ids"], training=bool(training))
-            pooled = outputs["pooled_output"]
+            # float32 whatever the model computes in (a mixed-precision export).
+            pooled = tf.cast(outputs["pooled_output"], tf.float32)
             return {
                 "pooled_output": pooled,
                 "default": pooled,
-                "sequence_output": outputs["sequence_output"],
-                "encoder_outputs": list(outputs["all_encoder_layers"]),
+                "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
+                "encoder_outputs": [tf.cast(x, tf.float32)
+                                    for x in outputs["all_encoder_layers"]],
             }
 
         call = tf.function(call, autograph=False)
@@ -307,7 +309,7 @@ class HubEncoder(tf.train.Checkpoint):
 
 
 def export_tfhub(config, vocab_file, do_lower_case, init_checkpoint, output_dir,
-                 max_seq_length):
+                 max_seq_length, mixed_precision=None):
     """Writes `output_dir/preprocessor/` and `output_dir/encoder/` (TF Hub's BERT pair).
 
     Args:
@@ -319,6 +321,8 @@ def export_tfhub(config, vocab_file, do_lower_case, init_checkpoint, output_dir,
       output_dir: directory to write into (created if missing).
       max_seq_length: the preprocessor's default seq_length (>= 3, at most
         `config.max_position_embeddings`).
+      mixed_precision: None (float32), "bf16" or "fp16": the encoder computes
+        in that precision (float32 variables and outputs).
 
     Returns:
       (preprocessor path, encoder path).
@@ -332,6 +336,7 @@ def export_tfhub(config, vocab_file, do_lower_case, init_checkpoint, output_dir,
     tf.io.gfile.makedirs(output_dir)
     preprocessor = HubPreprocessor(vocab_file, do_lower_case, max_seq_length)
     tf.saved_model.save(preprocessor, preprocessor_dir)
-    model = export.load_model(export.ENCODER, config, init_checkpoint)
+    model = export.load_model(export.ENCODER, config, init_checkpoint,
+                              mixed_precision=mixed_precision)
     tf.saved_model.save(HubEncoder(model, vocab_file, do_lower_case), encoder_dir)
     return preprocessor_dir, encoder_dir

@@ -14,10 +14,13 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf import checkpoint
 from bert_tf import fileio
 from bert_tf import tokenization
 from bert_tf.data import text_features
 from bert_tf.errors import UserError
+from bert_tf.modeling import BertModel
+from bert_tf.training import precision
 
 InputExample = collections.namedtuple("InputExample", ["unique_id", "text_a", "text_b"])
 InputFeatures = collections.namedtuple(
@@ -91,18 +94,35 @@ def parse_layer_indexes(layers, num_hidden_layers):
     return indexes
 
 
+def load_model(bert_config, init_checkpoint, mixed_precision=None):
+    """The `BertModel` of `bert_config` with every variable from `init_checkpoint` (strict).
+
+    Args:
+      bert_config: `BertConfig`.
+      init_checkpoint: a checkpoint prefix.
+      mixed_precision: None (float32), "bf16" or "fp16": the forward pass
+        computes in bfloat16 / float16 (Keras's mixed policies, variables
+        float32). The process's dtype policy is left as it was.
+    """
+    with precision.dtype_policy(mixed_precision):
+        model = BertModel(bert_config)
+    checkpoint.load_checkpoint(model, init_checkpoint, strict=True, flag="init_checkpoint")
+    return model
+
+
 def predict_layers(model, features, layer_indexes, batch_size, jit_compile=False):
     """Runs the model over `features`; yields `(feature, [array [seq_length, hidden]])`.
 
-    One array per entry of `layer_indexes`, in that order, indexing
-    `all_encoder_layers` (0 is the first Transformer layer, -1 the last).
+    One float32 array per entry of `layer_indexes`, in that order, indexing
+    `all_encoder_layers` (0 is the first Transformer layer, -1 the last);
+    a mixed-precision model's outputs are cast to float32.
     """
 
     @tf.function(jit_compile=jit_compile, reduce_retracing=True)
     def _predict(input_ids, input_mask, input_type_ids):
         outputs = model(input_ids, input_mask, input_type_ids, training=False)
         all_layers = outputs["all_encoder_layers"]
-        return [all_layers[i] for i in layer_indexes]
+        return [tf.cast(all_layers[i], tf.float32) for i in layer_indexes]
 
     start = time.time()
     for begin in range(0, len(features), batch_size):

@@ -53,6 +53,8 @@ from tests.test_pretraining import write_config
 from tests.test_pretraining import write_init_checkpoint
 from tests.tolerances import MODEL_ATOL
 from tests.tolerances import REPLICA_ATOL
+from tests.tolerances import BF16_HIDDEN_ATOL
+from tests.tolerances import BF16_PROBABILITY_ATOL
 from tests.tools import toolrun
 from tests import bare_tf
 
@@ -573,3 +575,58 @@ def test_checks_name_the_culprit(setup, tmp_path):
                                   version=1)
     assert not (tmp_path / "hub").exists()
 
+
+
+def test_mixed_precision_bf16_export_computes_in_bf16(setup, tmp_path):
+    """--mixed_precision=bf16: float32 variables, signatures and outputs; bf16 numbers."""
+    files = setup["files"]
+    config = files["config"]
+    with pytest.raises(UserError, match="--mixed_precision must be one of bf16"):
+        export.export_saved_model("mrpc", config, files["vocab"], True, files["finetuned"],
+                                  str(tmp_path / "bad"), SEQ_LENGTH, mixed_precision="int8")
+    classifier = export.export_saved_model(
+        "MRPC", config, files["vocab"], True, files["finetuned"], str(tmp_path / "mrpc"),
+        SEQ_LENGTH, version=1, mixed_precision="bf16")
+    encoder = export.export_saved_model(
+        "encoder", config, files["vocab"], True, files["init"], str(tmp_path / "encoder"),
+        SEQ_LENGTH, version=1, mixed_precision="bf16")
+    assert keras.config.dtype_policy().name == "float32"
+    record_features = setup["record_features"]
+    texts_a = [a for a, _ in setup["pairs"]]
+    texts_b = [b for _, b in setup["pairs"]]
+    results = run_bare(str(tmp_path), [
+        {"id": "features", "export": classifier, "signature": "serve_features",
+         "inputs": {k: _ints(v) for k, v in record_features.items()}},
+        {"id": "text", "export": classifier, "signature": "serving_default",
+         "inputs": {"text_a": _strings(texts_a), "text_b": _strings(texts_b)}},
+        {"id": "encoder", "export": encoder, "signature": "serve_features",
+         "inputs": {k: _ints(v[:4]) for k, v in record_features.items()}},
+    ])
+    assert results["modules"] == []
+    for bf16_path, fp32_path in ((classifier, setup["exports"]["classifier"]),
+                                 (encoder, setup["exports"]["encoder"])):
+        got = results["attributes:" + bf16_path]
+        want = setup["results"]["attributes:" + fp32_path]
+        assert got["variable_dtypes"] == ["float32"]
+        assert got["signature_specs"] == want["signature_specs"]
+
+    expected = setup["test_results"]  # run_classifier.py --do_predict, float32
+    for key in ("features", "text"):
+        probabilities = _probabilities(results[key])
+        diff = float(np.abs(probabilities - expected).max())
+        # Close to float32, and not float32 itself (bf16 really computed).
+        assert 100 * MODEL_ATOL < diff <= BF16_PROBABILITY_ATOL, (key, diff)
+        agree = np.mean(probabilities.argmax(1) == expected.argmax(1))
+        assert agree >= 0.9, (key, agree)
+    assert results["features"]["label"] == results["text"]["label"]
+
+    model = BertModel(config)
+    checkpoint.load_checkpoint(model, files["init_prefix"])
+    features = {k: v[:4] for k, v in record_features.items()}
+    out = model(features["input_ids"], input_mask=features["input_mask"],
+                token_type_ids=features["segment_ids"], training=False)
+    for name in ("pooled_output", "sequence_output"):
+        diff = float(np.abs(np.array(results["encoder"][name]) - out[name].numpy()).max())
+        assert 100 * MODEL_ATOL < diff <= BF16_HIDDEN_ATOL, (name, diff)
+    print("bf16 export vs float32: probabilities %.4f (max abs difference)"
+          % np.abs(_probabilities(results["features"]) - expected).max())

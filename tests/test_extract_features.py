@@ -14,6 +14,7 @@ from bert_tf.errors import UserError
 from tests.conftest import TINY_CONFIG, make_inputs, write_config
 from tests.original import run_oracle
 from tests.tolerances import JSON_ATOL
+from tests.tolerances import BF16_HIDDEN_ATOL
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -223,3 +224,45 @@ def test_output_goes_through_tf_io_gfile_for_remote_paths(tmp_path):
     with open(local) as f:
         assert remote_text == f.read()
     assert tf.io.gfile.listdir("ram://extract_features_test/out/") == ["features.jsonl"]
+
+
+def test_mixed_precision_bf16_is_close_to_float32_but_computed_in_bf16(setup, tmp_path):
+    import keras
+    from bert_tf import tokenization
+    from bert_tf.config import BertConfig
+
+    s = setup
+    config = BertConfig.from_json_file(s["config"])
+    tokenizer = tokenization.FullTokenizer(s["vocab"], do_lower_case=True)
+    features = extract_features.convert_examples_to_features(
+        extract_features.read_examples(s["input"]), 24, tokenizer, log_examples=0)
+    layers = [-1, 0]
+    fp32 = extract_features.load_model(config, s["ckpt"])
+    bf16 = extract_features.load_model(config, s["ckpt"], mixed_precision="bf16")
+    assert keras.config.dtype_policy().name == "float32"  # the process's policy is untouched
+    assert fp32.compute_dtype == "float32" and bf16.compute_dtype == "bfloat16"
+    assert {v.dtype for v in bf16.weights} == {"float32"}
+    ref = [values for _, values in extract_features.predict_layers(fp32, features, layers, 4)]
+    lib = [values for _, values in extract_features.predict_layers(bf16, features, layers, 4)]
+    assert all(v.dtype == np.float32 for row in lib for v in row)
+    lib_diff = max(float(np.abs(a - b).max()) for ra, rb in zip(lib, ref) for a, b in zip(ra, rb))
+    assert 1e-3 < lib_diff <= BF16_HIDDEN_ATOL, lib_diff
+
+    # The tool's flag: the same bf16 numbers, written as the original's JSON.
+    output = str(tmp_path / "bf16.jsonl")
+    proc = _run_tool(*_flags(s, output, layers="-1,0", batch_size="4", mixed_precision="bf16"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(output, encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f]
+    assert [line["linex_index"] for line in lines] == [f.unique_id for f in features]
+    tool_diff = 0.0
+    for line, feature, values in zip(lines, features, ref):
+        assert [t["token"] for t in line["features"]] == feature.tokens
+        for i, token in enumerate(line["features"]):
+            for j, layer in enumerate(token["layers"]):
+                assert layer["index"] == layers[j]
+                tool_diff = max(tool_diff, float(np.abs(
+                    np.asarray(layer["values"]) - values[j][i]).max()))
+    assert 1e-3 < tool_diff <= BF16_HIDDEN_ATOL, tool_diff
+    print("bf16 vs float32, max abs difference of the hidden states: library %.4f, tool %.4f"
+          % (lib_diff, tool_diff))

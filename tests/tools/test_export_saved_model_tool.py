@@ -26,6 +26,7 @@ from tests.test_export import write_task
 from tests.test_pretraining import tiny_config
 from tests.test_pretraining import write_config
 from tests.tools import toolrun
+from tests.tolerances import BF16_HIDDEN_ATOL
 
 TOOL = os.path.join(toolrun.REPO_ROOT, "tools", "export_saved_model.py")
 VERSION_FILES = ["assets/vocab.txt", "fingerprint.pb", "saved_model.pb",
@@ -177,3 +178,37 @@ def test_bad_input_gives_one_line_errors_and_writes_nothing(files):
     assert line.startswith("error: --init_checkpoint=%s has no classifier head"
                            % files["init_prefix"])
     assert not os.path.exists(cli_dir)
+
+
+# ------------------------------------------------------------ mixed precision
+
+
+def test_mixed_precision_bf16_tfhub_encoder(files):
+    """--mixed_precision=bf16 --format=tfhub: a bf16 encoder with float32 outputs."""
+    import numpy as np
+    import tensorflow as tf
+
+    from bert_tf import checkpoint
+    from bert_tf.modeling import BertModel
+
+    export_dir = os.path.join(files["tmp"], "models", "hub_bf16")
+    rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(
+        files, export_dir, task_name="encoder", init_checkpoint=files["init"],
+        format="tfhub", version=3, mixed_precision="bf16"))
+    assert rc == 0, err[-4000:]
+    encoder = tf.saved_model.load(os.path.join(export_dir, "3", "encoder"))
+    assert {v.dtype for v in encoder.variables} == {tf.float32}
+    rng = np.random.RandomState(0)
+    ids = rng.randint(5, files["config"].vocab_size, (3, SEQ_LENGTH)).astype(np.int32)
+    mask = np.ones_like(ids)
+    mask[1, 10:] = 0
+    types = np.zeros_like(ids)
+    types[:, SEQ_LENGTH // 2:] = 1
+    got = encoder({"input_word_ids": ids, "input_mask": mask, "input_type_ids": types})
+    model = BertModel(files["config"])
+    checkpoint.load_checkpoint(model, files["init_prefix"])
+    want = model(ids, input_mask=mask, token_type_ids=types, training=False)
+    for name in ("pooled_output", "sequence_output"):
+        assert got[name].dtype == tf.float32, name
+        diff = float(np.abs(got[name].numpy() - want[name].numpy()).max())
+        assert 1e-3 < diff <= BF16_HIDDEN_ATOL, (name, diff)  # bf16: close, not float32's
