@@ -14,6 +14,7 @@ from keras import ops
 
 from bert_tf import activations
 from bert_tf.config import BertConfig
+from bert_tf.layers.dense import BertDense
 from bert_tf.layers.initializers import create_initializer
 from bert_tf.layers.initializers import layer_norm
 
@@ -42,7 +43,7 @@ class MaskedLMTransform(keras.layers.Layer):
         self.hidden_size = hidden_size
         self.hidden_act = hidden_act
         self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(
+        self.dense = BertDense(
             hidden_size, activation=activations.get_activation(hidden_act),
             kernel_initializer=create_initializer(initializer_range), name="dense")
         self.layer_norm = layer_norm("LayerNorm")

@@ -202,3 +202,48 @@ def test_bert_base_has_the_original_parameter_count():
     heads = BertPretrainingHeads(config)
     assert len(model.weights) + len(heads.weights) == 206
     assert sum(int(np.prod(v.shape)) for v in model.weights + heads.weights) == 110106428
+
+
+def test_bert_dense_is_keras_dense_with_a_fused_2d_matmul():
+    """BertDense: keras.layers.Dense's variables, config and numbers, on 2-D and 3-D inputs."""
+    from bert_tf import activations
+    from bert_tf.layers.dense import BertDense
+    from bert_tf.training import precision
+
+    rng = np.random.RandomState(0)
+    for activation in (None, activations.gelu, "tanh"):
+        ours = BertDense(24, activation=activation, name="dense")
+        ref = keras.layers.Dense(24, activation=activation, name="dense")
+        ours.build((None, None, 16))
+        ref.build((None, None, 16))
+        assert [v.path for v in ours.weights] == ["dense/kernel", "dense/bias"]
+        ref.set_weights([rng.normal(size=(16, 24)).astype("float32"),
+                         rng.normal(size=(24,)).astype("float32")])
+        ours.set_weights(ref.get_weights())
+        for shape in ((5, 16), (3, 7, 16)):
+            x = rng.normal(size=shape).astype("float32")
+            got = tf.function(ours)(x).numpy()  # under tf.function, as the models run
+            assert got.shape == shape[:-1] + (24,)
+            np.testing.assert_allclose(got, ref(x).numpy(), atol=LAYER_ATOL, rtol=LAYER_RTOL)
+        clone = BertDense.from_config(ours.get_config())
+        assert clone.get_config() == ours.get_config()
+    with precision.dtype_policy("bf16"):
+        mixed = BertDense(24, name="dense")
+    mixed.build((None, None, 16))
+    mixed.set_weights(ref.get_weights())
+    out = mixed(x)
+    assert out.dtype == "bfloat16" and mixed.kernel.dtype == "float32"
+    want = keras.layers.Dense(24, activation="tanh")
+    want.build((None, None, 16))
+    want.set_weights(ref.get_weights())
+    np.testing.assert_allclose(np.tanh(out.numpy().astype("float32")), want(x).numpy(), atol=0.1)
+
+
+def test_gelu_is_the_originals_tanh_formula():
+    import math
+
+    from bert_tf import activations
+
+    x = np.linspace(-6, 6, 2001).astype("float32")
+    want = x * 0.5 * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    np.testing.assert_allclose(activations.gelu(x).numpy(), want, atol=LAYER_ATOL, rtol=LAYER_RTOL)

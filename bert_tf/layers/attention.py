@@ -6,14 +6,15 @@ from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before ker
 import keras
 from keras import ops
 
+from bert_tf.layers.dense import BertDense
 from bert_tf.layers.initializers import create_initializer
 from bert_tf.layers.initializers import layer_norm
 
 
 def _dense(units, initializer_range, name, activation=None):
     # A TF1 `tf.layers.dense`: kernel [in, out] (truncated normal), bias [out] (zeros).
-    return keras.layers.Dense(units, activation=activation, name=name,
-                              kernel_initializer=create_initializer(initializer_range))
+    return BertDense(units, activation=activation, name=name,
+                     kernel_initializer=create_initializer(initializer_range))
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

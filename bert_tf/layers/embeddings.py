@@ -41,6 +41,10 @@ class BertEmbeddings(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.layer_norm = layer_norm("LayerNorm")
         self.dropout = keras.layers.Dropout(hidden_dropout_prob)
+        # Under mixed precision the lookups read the float32 tables and only
+        # the looked-up rows are cast (as keras.layers.Embedding does), rather
+        # than casting the whole [vocab_size, hidden_size] table every call.
+        self.autocast = False
 
     def build(self, input_shape=None):
         init = create_initializer(self.initializer_range)
@@ -75,7 +79,7 @@ class BertEmbeddings(keras.layers.Layer):
         output = output + ops.expand_dims(position, 0)  # [B, S, D] + [1, S, D]
         output = self.layer_norm(output)
         output = self.dropout(output, training=training)
-        return output, word_embedding_output
+        return output, ops.cast(word_embedding_output, self.compute_dtype)
 
     def compute_output_shape(self, input_ids_shape, token_type_ids_shape=None):
         shape = tuple(input_ids_shape) + (self.hidden_size,)
