@@ -356,7 +356,10 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
         + ([GLOBAL_STEP] if GLOBAL_STEP in ckpt_shapes else []), checkpoint_path, flag)
     for name in loaded:
         variable = model_vars[name]
-        variable.assign(values[name].astype(variable.dtype))
+        if variable.dtype in ("bfloat16", "float16"):  # an inference model's kernels
+            variable.assign(tf.cast(values[name], variable.dtype))
+        else:
+            variable.assign(values[name].astype(variable.dtype))
     for key, slot in slot_assignments:
         slot.assign(values[key].astype(slot.dtype))
 

@@ -164,15 +164,16 @@ def _build_policy(mixed_precision):
     """The policy to build an exported model under: float32 unless asked otherwise."""
     if mixed_precision in (None, "", "off", "fp32", "float32"):
         return float32_policy()
-    return precision.dtype_policy(mixed_precision)
+    return precision.dtype_policy(mixed_precision, inference=True)
 
 
 def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision=None):
     """The model of `kind` with every variable from the checkpoint (strict).
 
-    Built in float32 (whatever the process's policy is), or under the mixed
-    policy of `mixed_precision` ("bf16" | "fp16"): float32 variables, the
-    matmuls in bfloat16 / float16.
+    Built in float32 (whatever the process's policy is), or for inference in
+    `mixed_precision` ("bf16" | "fp16"): the matmuls in bfloat16 / float16,
+    the encoder's dense weights stored so (`precision.dtype_policy(...,
+    inference=True)`), LayerNorm, embeddings and heads in float32.
     """
     with _build_policy(mixed_precision):
         if kind == "classifier":
@@ -183,9 +184,10 @@ def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision
         else:
             model = BertModel(config)
     checkpoint_lib.load_checkpoint(model, checkpoint_prefix, strict=True)
+    stored = {"bf16": "bfloat16", "fp16": "float16"}.get(mixed_precision, "float32")
     for v in model.weights:
-        if v.dtype != "float32":
-            raise AssertionError("%s is %s, not float32" % (v.path, v.dtype))
+        if v.dtype not in ("float32", stored):
+            raise AssertionError("%s is %s, not float32 or %s" % (v.path, v.dtype, stored))
     return model
 
 

@@ -101,10 +101,12 @@ def load_model(bert_config, init_checkpoint, mixed_precision=None):
       bert_config: `BertConfig`.
       init_checkpoint: a checkpoint prefix.
       mixed_precision: None (float32), "bf16" or "fp16": the forward pass
-        computes in bfloat16 / float16 (Keras's mixed policies, variables
-        float32). The process's dtype policy is left as it was.
+        computes in bfloat16 / float16, with the encoder's dense weights
+        stored in that dtype (`precision.dtype_policy(..., inference=True)`:
+        the mixed policy's numbers). The process's dtype policy is left as it
+        was.
     """
-    with precision.dtype_policy(mixed_precision):
+    with precision.dtype_policy(mixed_precision, inference=True):
         model = BertModel(bert_config)
     checkpoint.load_checkpoint(model, init_checkpoint, strict=True, flag="init_checkpoint")
     return model

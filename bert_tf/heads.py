@@ -16,7 +16,15 @@ from bert_tf import activations
 from bert_tf.config import BertConfig
 from bert_tf.layers.dense import BertDense
 from bert_tf.layers.initializers import create_initializer
+from bert_tf.layers.initializers import float32_variables_dtype
 from bert_tf.layers.initializers import layer_norm
+
+
+def _float32_variables(kwargs):
+    """The heads keep float32 variables under the inference policies (see initializers)."""
+    if kwargs.get("dtype") is None:
+        kwargs["dtype"] = float32_variables_dtype()
+    return kwargs
 
 
 def gather_indexes(sequence_tensor, positions):
@@ -39,13 +47,14 @@ class MaskedLMTransform(keras.layers.Layer):
     """`LayerNorm(act(dense(x)))`; TF1 scope `cls/predictions/transform`."""
 
     def __init__(self, hidden_size=768, hidden_act="gelu", initializer_range=0.02, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(**_float32_variables(kwargs))
         self.hidden_size = hidden_size
         self.hidden_act = hidden_act
         self.initializer_range = initializer_range
         self.dense = BertDense(
             hidden_size, activation=activations.get_activation(hidden_act),
-            kernel_initializer=create_initializer(initializer_range), name="dense")
+            kernel_initializer=create_initializer(initializer_range), name="dense",
+            dtype=float32_variables_dtype())
         self.layer_norm = layer_norm("LayerNorm")
 
     def build(self, input_shape=None):
@@ -84,7 +93,7 @@ class MaskedLMHead(keras.layers.Layer):
 
     def __init__(self, vocab_size, hidden_size=768, hidden_act="gelu", initializer_range=0.02,
                  **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(**_float32_variables(kwargs))
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.hidden_act = hidden_act
@@ -132,7 +141,7 @@ class NextSentenceHead(keras.layers.Layer):
     """
 
     def __init__(self, hidden_size=768, initializer_range=0.02, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(**_float32_variables(kwargs))
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
 
@@ -172,7 +181,7 @@ class BertPretrainingHeads(keras.layers.Layer):
     """
 
     def __init__(self, config, name="cls", **kwargs):
-        super().__init__(name=name, **kwargs)
+        super().__init__(name=name, **_float32_variables(kwargs))
         self.config = config
         self.masked_lm = MaskedLMHead(
             config.vocab_size, config.hidden_size, config.hidden_act, config.initializer_range,
@@ -232,7 +241,7 @@ class ClassifierHead(keras.layers.Layer):
     def __init__(self, num_labels, hidden_size=768,
                  initializer_range=FINETUNING_INITIALIZER_RANGE,
                  dropout_rate=CLASSIFIER_DROPOUT_RATE, name="classifier", **kwargs):
-        super().__init__(name=name, **kwargs)
+        super().__init__(name=name, **_float32_variables(kwargs))
         self.num_labels = num_labels
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
@@ -274,7 +283,7 @@ class SquadOutput(keras.layers.Layer):
 
     def __init__(self, hidden_size=768, initializer_range=FINETUNING_INITIALIZER_RANGE,
                  name="squad", **kwargs):
-        super().__init__(name=name, **kwargs)
+        super().__init__(name=name, **_float32_variables(kwargs))
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
 
@@ -313,7 +322,7 @@ class SquadHead(keras.layers.Layer):
 
     def __init__(self, hidden_size=768, initializer_range=FINETUNING_INITIALIZER_RANGE,
                  name="cls", **kwargs):
-        super().__init__(name=name, **kwargs)
+        super().__init__(name=name, **_float32_variables(kwargs))
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
         self.squad = SquadOutput(hidden_size, initializer_range, name="squad")

@@ -578,7 +578,7 @@ def test_checks_name_the_culprit(setup, tmp_path):
 
 
 def test_mixed_precision_bf16_export_computes_in_bf16(setup, tmp_path):
-    """--mixed_precision=bf16: float32 variables, signatures and outputs; bf16 numbers."""
+    """--mixed_precision=bf16: bf16 dense weights, float32 signatures and outputs; bf16 numbers."""
     files = setup["files"]
     config = files["config"]
     with pytest.raises(UserError, match="--mixed_precision must be one of bf16"):
@@ -607,7 +607,7 @@ def test_mixed_precision_bf16_export_computes_in_bf16(setup, tmp_path):
                                  (encoder, setup["exports"]["encoder"])):
         got = results["attributes:" + bf16_path]
         want = setup["results"]["attributes:" + fp32_path]
-        assert got["variable_dtypes"] == ["float32"]
+        assert got["variable_dtypes"] == ["bfloat16", "float32"]  # dense kernels in bf16
         assert got["signature_specs"] == want["signature_specs"]
 
     expected = setup["test_results"]  # run_classifier.py --do_predict, float32

@@ -228,8 +228,10 @@ def test_output_goes_through_tf_io_gfile_for_remote_paths(tmp_path):
 
 def test_mixed_precision_bf16_is_close_to_float32_but_computed_in_bf16(setup, tmp_path):
     import keras
-    from bert_tf import tokenization
+    from bert_tf import checkpoint, tokenization
     from bert_tf.config import BertConfig
+    from bert_tf.modeling import BertModel
+    from bert_tf.training import precision
 
     s = setup
     config = BertConfig.from_json_file(s["config"])
@@ -241,9 +243,28 @@ def test_mixed_precision_bf16_is_close_to_float32_but_computed_in_bf16(setup, tm
     bf16 = extract_features.load_model(config, s["ckpt"], mixed_precision="bf16")
     assert keras.config.dtype_policy().name == "float32"  # the process's policy is untouched
     assert fp32.compute_dtype == "float32" and bf16.compute_dtype == "bfloat16"
-    assert {v.dtype for v in bf16.weights} == {"float32"}
+    # The encoder's dense weights are stored in bfloat16; LayerNorm and the
+    # embedding tables stay float32.
+    stored = {v.path: v.dtype for v in bf16.weights}
+    assert stored["bert/encoder/layer_0/attention/self/query/kernel"] == "bfloat16"
+    assert stored["bert/encoder/layer_1/output/dense/bias"] == "bfloat16"
+    assert stored["bert/pooler/dense/kernel"] == "bfloat16"
+    assert stored["bert/encoder/layer_0/output/LayerNorm/gamma"] == "float32"
+    assert stored["bert/embeddings/word_embeddings"] == "float32"
+    assert {v.dtype for v in fp32.weights} == {"float32"}
     ref = [values for _, values in extract_features.predict_layers(fp32, features, layers, 4)]
     lib = [values for _, values in extract_features.predict_layers(bf16, features, layers, 4)]
+    # Stored bfloat16 gives the mixed policy's numbers (float32 variables cast
+    # at every call) up to bfloat16 rounding: the same weights, rounded once.
+    with precision.dtype_policy("bf16"):
+        mixed = BertModel(config)
+    checkpoint.load_checkpoint(mixed, s["ckpt"])
+    assert {v.dtype for v in mixed.weights} == {"float32"}
+    mixed_values = [values for _, values in
+                    extract_features.predict_layers(mixed, features, layers, 4)]
+    for row_mixed, row_lib in zip(mixed_values, lib):
+        for a, b in zip(row_mixed, row_lib):
+            np.testing.assert_allclose(a, b, atol=BF16_HIDDEN_ATOL)
     assert all(v.dtype == np.float32 for row in lib for v in row)
     lib_diff = max(float(np.abs(a - b).max()) for ra, rb in zip(lib, ref) for a, b in zip(ra, rb))
     assert 1e-3 < lib_diff <= BF16_HIDDEN_ATOL, lib_diff

@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from bert_tf.layers.initializers import create_initializer
+from bert_tf.layers.initializers import float32_variables_dtype
 from bert_tf.layers.initializers import layer_norm
 
 
@@ -32,6 +33,8 @@ class BertEmbeddings(keras.layers.Layer):
     def __init__(self, vocab_size, hidden_size=768, type_vocab_size=16,
                  max_position_embeddings=512, hidden_dropout_prob=0.1,
                  initializer_range=0.02, **kwargs):
+        if kwargs.get("dtype") is None:
+            kwargs["dtype"] = float32_variables_dtype()  # float32 tables, see initializers
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size

@@ -19,4 +19,23 @@ def layer_norm(name="LayerNorm"):
     Keras' default epsilon is 1e-3; contrib's `layer_norm` hard-coded 1e-12.
     Variables: `<scope>/LayerNorm/gamma` and `<scope>/LayerNorm/beta`.
     """
-    return keras.layers.LayerNormalization(axis=-1, epsilon=1e-12, name=name)
+    return keras.layers.LayerNormalization(axis=-1, epsilon=1e-12, name=name,
+                                           dtype=float32_variables_dtype())
+
+
+# Under a reduced-precision policy whose variables are not float32 (the
+# inference policies of `bert_tf.training.precision`), these layers keep
+# float32 variables: LayerNorm, the embedding tables and the task heads.
+_FLOAT32_VARIABLES = {"bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+def float32_variables_dtype():
+    """The dtype policy for a layer whose variables stay float32, or None (the global one).
+
+    Under Keras's "bfloat16" / "float16" policies (variables in that dtype,
+    used for inference: `precision.dtype_policy(..., inference=True)`) this is
+    the matching mixed policy: float32 variables, computing in the reduced
+    dtype. Under any other policy it is None, so the layer follows the global
+    policy as every other layer does.
+    """
+    return _FLOAT32_VARIABLES.get(keras.config.dtype_policy().name)

@@ -197,7 +197,7 @@ def test_mixed_precision_bf16_tfhub_encoder(files):
         format="tfhub", version=3, mixed_precision="bf16"))
     assert rc == 0, err[-4000:]
     encoder = tf.saved_model.load(os.path.join(export_dir, "3", "encoder"))
-    assert {v.dtype for v in encoder.variables} == {tf.float32}
+    assert {v.dtype for v in encoder.variables} == {tf.bfloat16, tf.float32}
     rng = np.random.RandomState(0)
     ids = rng.randint(5, files["config"].vocab_size, (3, SEQ_LENGTH)).astype(np.int32)
     mask = np.ones_like(ids)
