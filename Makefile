@@ -6,7 +6,7 @@ DEMO_DIR ?= demo_output
 export KERAS_BACKEND := tensorflow
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: setup test test-fast demo bench clean
+.PHONY: setup test test-fast demo bench bench-full clean
 
 # Creates .venv, installs the pinned requirements (plus the test extras), then
 # bert_tf itself in editable mode (pyproject.toml), so the tools and the tests
@@ -32,8 +32,19 @@ test-fast: setup
 demo: setup
 	bash tools/demo.sh $(PY) $(DEMO_DIR)
 
+# The benchmark suite, quick (about ten minutes on 2 cores; BENCHMARKS.md). The peers (keras-hub,
+# TF Model Garden) go into their own venv, bench/.peers; `make bench BENCH_FLAGS=--full` or
+# `make bench-full` runs the full sizes, for a quiet machine; BENCH_FLAGS="--only forward_bench"
+# runs one.
+BENCH_FLAGS ?=
+
 bench: setup
-	$(PY) bench/forward_bench.py
+	bash bench/setup_peers.sh $(PY)
+	$(PY) bench/run.py --quick $(BENCH_FLAGS)
+
+bench-full: setup
+	bash bench/setup_peers.sh $(PY)
+	$(PY) bench/run.py --full $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(DEMO_DIR) .pytest_cache build dist *.egg-info

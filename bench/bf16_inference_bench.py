@@ -2,7 +2,7 @@ r"""Inference in bfloat16 against float32: speed and the difference in the outpu
 
   .venv/bin/python bench/bf16_inference_bench.py \
       --bert_config_file=configs/uncased_L-12_H-768_A-12.json \
-      --seq_length=128 --batch_size=8 --iters=10
+      --seq_length=128 --batch_size=8 [--quick]
 
 Builds the classifier (`BertClassifier`, 2 labels, random weights) twice with
 the same weights: in float32 and under `--mixed_precision=bf16`'s policy
@@ -10,32 +10,59 @@ the same weights: in float32 and under `--mixed_precision=bf16`'s policy
 `tools/export_saved_model.py` and the Trainer build it). Both run the
 `extract_features`-style forward pass (`extract_features.predict_layers`'s:
 the last four layers, cast to float32, under `tf.function`) on the same
-random batch (real-looking ids, a mask with padding), alternating float32 and
-bf16 calls after `--warmup` untimed ones. Prints the median seq/s of each and
-the max abs difference of the pooled output, the last layer and the
-classifier's probabilities (softmax of the logits) between the two.
+random batch (real-looking ids, a mask with padding): `--warmup` untimed
+calls each, then `--rounds` rounds alternating float32 and bf16 (the order
+reversed every other round), `--iters` timed calls each per round. Prints a
+table of the median seq/s of each, the spread (min-max of the round medians)
+and bf16's ratio to float32, and one of the max abs difference of the pooled
+output, the last layer and the classifier's probabilities (softmax of the
+logits) between the two.
 """
 
-import argparse
 import os
 import sys
-import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH)
 sys.path.insert(0, REPO)
+sys.path.insert(0, BENCH)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import benchlib  # noqa: E402
+
+MODES = {"quick": dict(rounds=4, iters=1, warmup=1), "full": dict(rounds=10, iters=1, warmup=2)}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv=None):
+    parser = benchlib.ArgumentParser(prog="bf16_inference_bench.py",
+                                     description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="%(rounds)d rounds x %(iters)d calls, "
+                      "%(warmup)d warm-up" % MODES["quick"])
+    mode.add_argument("--full", action="store_true", help="%(rounds)d rounds x %(iters)d calls, "
+                      "%(warmup)d warm-up (the default)" % MODES["full"])
     parser.add_argument("--bert_config_file",
                         default=os.path.join(REPO, "configs", "uncased_L-12_H-768_A-12.json"))
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--batch_size", type=int, default=8)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--iters", type=int, default=10)
-    args = parser.parse_args()
+    parser.add_argument("--rounds", type=int, help="overrides the mode's")
+    parser.add_argument("--iters", type=int, help="timed calls per precision and round; "
+                        "overrides the mode's")
+    parser.add_argument("--warmup", type=int, help="untimed calls each; overrides the mode's")
+    args = parser.parse_args(argv)
+    for name, value in MODES["quick" if args.quick else "full"].items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    for name in ("seq_length", "batch_size", "rounds", "iters", "warmup"):
+        if getattr(args, name) < 1:
+            parser.error("--%s must be at least 1, got %d" % (name, getattr(args, name)))
+    if not os.path.isfile(args.bert_config_file):
+        parser.error("--bert_config_file: no such file: %s" % args.bert_config_file)
+    return args
+
+
+def main():
+    args = parse_args()
 
     import numpy as np
     import tensorflow as tf
@@ -44,6 +71,9 @@ def main():
     from bert_tf.training import precision
 
     config = BertConfig.from_json_file(args.bert_config_file)
+    if args.seq_length > config.max_position_embeddings:
+        benchlib.fail("--seq_length %d is over the config's max_position_embeddings %d"
+                      % (args.seq_length, config.max_position_embeddings))
     fp32 = BertClassifier(config, 2)
     with precision.dtype_policy("bf16"):
         bf16 = BertClassifier(config, 2)
@@ -81,26 +111,37 @@ def main():
         for _ in range(args.warmup):
             outputs[name] = tf.nest.map_structure(lambda t: t.numpy(), run())
     times = {name: [] for name in runs}
-    for _ in range(args.iters):
-        for name, run in runs.items():  # alternating: both see the same machine load
-            start = time.perf_counter()
-            tf.nest.map_structure(lambda t: t.numpy(), run())
-            times[name].append(time.perf_counter() - start)
-    print("BERT config %s, seq %d, batch %d, %d timed calls each (median)"
-          % (os.path.basename(args.bert_config_file), args.seq_length, args.batch_size,
-             args.iters))
-    for name in runs:
-        median = sorted(times[name])[len(times[name]) // 2]
-        print("  %s: %.2f seq/s (%.3f s a batch)" % (name, args.batch_size / median, median))
+    for r in range(args.rounds):
+        for name in benchlib.alternating_order(runs, r):  # both see the same machine load
+            times[name].append(benchlib.time_calls(
+                lambda: tf.nest.map_structure(lambda t: t.numpy(), runs[name]()), args.iters))
+    batch = args.batch_size
+    summary = {name: benchlib.summarize(rounds) for name, rounds in times.items()}
+    print()
+    print("Inference (extract_features' forward pass: BertClassifier, last four layers, pooled "
+          "output, probabilities), config %s, batch %d x seq %d, random weights; %d rounds "
+          "alternating fp32 and bf16, timed calls each per round: %d (after %d warm-up calls); "
+          "median of all calls, spread = min-max of the round medians."
+          % (os.path.basename(args.bert_config_file), batch, args.seq_length, args.rounds,
+             args.iters, args.warmup))
+    print()
+    print(benchlib.markdown_table(
+        ["precision", "ms / batch", "sequences / s", "spread (seq/s)", "vs fp32"],
+        [[name, benchlib.format_number(s["median"] * 1000),
+          benchlib.format_number(batch / s["median"]),
+          benchlib.format_spread(batch / s["high"], batch / s["low"]),
+          benchlib.format_ratio(summary["fp32"]["median"] / s["median"])]
+         for name, s in summary.items()]))
+    print()
     a, b = outputs["fp32"], outputs["bf16"]
-    print("  max abs difference bf16 vs fp32: pooled_output %.4f, last layer %.4f, "
-          "probabilities %.4f; predicted label equal on %d/%d"
-          % (np.abs(a["pooled_output"] - b["pooled_output"]).max(),
-             np.abs(a["layers"][0] - b["layers"][0]).max(),
-             np.abs(a["probabilities"] - b["probabilities"]).max(),
-             int((a["probabilities"].argmax(1) == b["probabilities"].argmax(1)).sum()),
-             args.batch_size))
-
+    print(benchlib.markdown_table(
+        ["output, bf16 vs fp32 (same weights)", "max abs difference"],
+        [["pooled_output", "%.4f" % np.abs(a["pooled_output"] - b["pooled_output"]).max()],
+         ["last layer", "%.4f" % np.abs(a["layers"][0] - b["layers"][0]).max()],
+         ["probabilities", "%.4f" % np.abs(a["probabilities"] - b["probabilities"]).max()],
+         ["predicted label equal", "%d / %d" % (
+             int((a["probabilities"].argmax(1) == b["probabilities"].argmax(1)).sum()), batch)]]))
+    sys.stdout.flush()
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,221 @@
+"""Timing helpers shared by the benchmarks: alternating rounds, median, spread, markdown tables.
+
+Pure Python (no TensorFlow): a benchmark imports it in the driver and in its
+child processes alike, whichever virtual environment they run in.
+
+The form of every table in BENCHMARKS.md:
+  * each implementation is timed in rounds; the rounds alternate between the
+    implementations (the order reversed every other round), so all of them
+    see the same machine load;
+  * the figure is the median of all timed calls; the spread is the min-max
+    over rounds of each round's median;
+  * a ratio compares a row with a baseline (a peer) measured in the same run.
+
+A child process that stays alive between rounds (so it builds its model and
+compiles once) is a `Worker`; the child side is `serve()`. They talk in JSON
+lines on the child's stdin and stdout; anything else the child prints is
+ignored, and its stderr goes to a file whose tail is reported if it fails.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+_READY = "BENCH-READY "
+_REPLY = "BENCH-REPLY "
+
+
+def median(values):
+    """The median of a non-empty sequence of numbers (the mean of the middle two if even)."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("median of no values")
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2.0
+
+
+def spread(rounds):
+    """(min, max) over rounds of each round's median; `rounds` is a list of lists."""
+    medians = [median(values) for values in rounds]
+    return min(medians), max(medians)
+
+
+def summarize(rounds):
+    """Per-call times (seconds) grouped by round -> the figures of one table row.
+
+    Returns a dict: median (of all calls), low / high (the spread of the round
+    medians), rounds, calls (timed calls in all).
+    """
+    calls = [value for values in rounds for value in values]
+    low, high = spread(rounds)
+    return {"median": median(calls), "low": low, "high": high, "rounds": len(rounds),
+            "calls": len(calls)}
+
+
+def ratio(value, baseline):
+    """value / baseline, or None where either is missing or the baseline is zero."""
+    if value is None or not baseline:
+        return None
+    return value / baseline
+
+
+def format_ratio(value):
+    """'1.23x' ('' for None), the form of the ratio columns."""
+    return "" if value is None else "%.2fx" % value
+
+
+def format_number(value, digits=1):
+    """A figure with thousands separators ('' for None)."""
+    return "" if value is None else "{:,.{}f}".format(value, digits)
+
+
+def format_spread(low, high, digits=1):
+    """'low-high' of a spread, both figures as format_number writes them."""
+    return "%s-%s" % (format_number(low, digits), format_number(high, digits))
+
+
+def markdown_table(headers, rows, align=None):
+    """A GitHub markdown table. `align`: one of 'l' / 'r' per column (default: the
+    first column left, the others right)."""
+    if align is None:
+        align = "l" + "r" * (len(headers) - 1)
+    if len(align) != len(headers) or any(len(row) != len(headers) for row in rows):
+        raise ValueError("every row needs %d cells" % len(headers))
+    lines = ["| " + " | ".join(headers) + " |",
+             "|" + "|".join("---" if a == "l" else "---:" for a in align) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def alternating_order(names, round_index):
+    """The order of one round: as given in even rounds, reversed in odd ones."""
+    names = list(names)
+    return names if round_index % 2 == 0 else names[::-1]
+
+
+def time_calls(fn, iters):
+    """Seconds of each of `iters` calls of fn()."""
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+class WorkerError(RuntimeError):
+    """A child process that failed; the message ends with its stderr's last lines."""
+
+
+class Worker:
+    """A benchmark child process kept alive between rounds (see serve()).
+
+    Args:
+      name: what the error messages call it.
+      argv: the command (its interpreter first).
+      env: its environment (default: this process's).
+      cwd: its working directory.
+    """
+
+    def __init__(self, name, argv, env=None, cwd=None):
+        self.name = name
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self._stderr, env=env, cwd=cwd, text=True,
+                                      bufsize=1)
+
+    def _read(self, prefix):
+        for line in self._proc.stdout:
+            if line.startswith(prefix):
+                return json.loads(line[len(prefix):])
+        self._proc.wait()
+        raise WorkerError("%s exited with code %s: %s"
+                          % (self.name, self._proc.returncode, self.stderr_tail()))
+
+    def stderr_tail(self, lines=3):
+        """The last lines of the child's stderr, joined into one line."""
+        self._stderr.seek(0)
+        tail = [line.strip() for line in self._stderr.read().splitlines() if line.strip()]
+        return " / ".join(tail[-lines:]) or "(no stderr)"
+
+    def ready(self):
+        """Waits until the child has set up; returns what it reported then."""
+        return self._read(_READY)
+
+    def request(self, **message):
+        """Sends one request; returns the child's reply (a dict)."""
+        try:
+            self._proc.stdin.write(json.dumps(message) + "\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the child is gone: _read reports its exit code and stderr
+        reply = self._read(_REPLY)
+        if "error" in reply:
+            raise WorkerError("%s: %s" % (self.name, reply["error"]))
+        return reply
+
+    def close(self):
+        """Asks the child to exit, and waits for it (killing it after 60 s)."""
+        if self._proc.poll() is None:
+            try:
+                self._proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+                self._proc.stdin.flush()
+                self._proc.wait(timeout=60)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self._proc.kill()
+                self._proc.wait()
+        self._stderr.close()
+
+
+def serve(info, handle):
+    """The child side of a Worker: reports `info` (a dict), then answers requests.
+
+    `handle(request)` returns the reply dict of one request (a dict with "cmd");
+    {"cmd": "quit"} ends the loop. An exception in `handle` is replied as
+    {"error": "<type>: <message>"}, so the driver reports it and goes on.
+    """
+    out = sys.stdout
+    out.write(_READY + json.dumps(info) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request.get("cmd") == "quit":
+            return
+        try:
+            reply = handle(request)
+        except Exception as e:  # reported to the driver, which names the row that failed
+            first_line = str(e).splitlines()[0] if str(e) else ""
+            reply = {"error": "%s: %s" % (type(e).__name__, first_line)}
+        out.write(_REPLY + json.dumps(reply) + "\n")
+        out.flush()
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, with a bad flag reported in one line (no usage block) and exit code 2."""
+
+    def error(self, message):
+        self.exit(2, "%s: error: %s\n" % (self.prog, message))
+
+
+def fail(message):
+    """Ends a benchmark that cannot run: one line on stderr, exit code 1."""
+    sys.stderr.write("%s: %s\n" % (os.path.basename(sys.argv[0]), message))
+    sys.exit(1)
+
+
+def child_env(**overrides):
+    """This process's environment for a benchmark child: TF's C++ logs quiet, the
+    TensorFlow backend for Keras, plus `overrides` (a value of None removes it)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow")
+    for key, value in overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
