@@ -6,7 +6,7 @@ r"""Inference in bfloat16 against float32: speed and the difference in the outpu
 
 Builds the classifier (`BertClassifier`, 2 labels, random weights) twice with
 the same weights: in float32 and under `--mixed_precision=bf16`'s policy
-(`precision.dtype_policy("bf16")`, as `tools/extract_features.py`,
+(`precision.dtype_policy("bf16", inference=True)`: bfloat16 dense weights, as `tools/extract_features.py`,
 `tools/export_saved_model.py` and the Trainer build it). Both run the
 `extract_features`-style forward pass (`extract_features.predict_layers`'s:
 the last four layers, cast to float32, under `tf.function`) on the same
@@ -75,7 +75,7 @@ def main():
         benchlib.fail("--seq_length %d is over the config's max_position_embeddings %d"
                       % (args.seq_length, config.max_position_embeddings))
     fp32 = BertClassifier(config, 2)
-    with precision.dtype_policy("bf16"):
+    with precision.dtype_policy("bf16", inference=True):
         bf16 = BertClassifier(config, 2)
     rng = np.random.RandomState(0)
     shape = (args.batch_size, args.seq_length)
@@ -90,7 +90,7 @@ def main():
     fp32(features, training=False)
     bf16(features, training=False)
     for source, target in zip(fp32.weights, bf16.weights):
-        target.assign(source.numpy())
+        target.assign(tf.cast(source.value, target.dtype))
 
     def forward(model):
         @tf.function(reduce_retracing=True)

@@ -7,8 +7,9 @@ Measures, on the same machine and inputs (random ids, full mask), the pooled
 output of:
   * bert_tf   `BertModel` under `tf.function`, with and without XLA
               (`jit_compile=True`); float32, and bfloat16 as built under
-              `precision.dtype_policy("bf16")` (what `--mixed_precision=bf16`
-              builds);
+              `precision.dtype_policy("bf16", inference=True)` (what
+              `--mixed_precision=bf16` builds for inference: bfloat16 dense
+              weights, float32 LayerNorm and embeddings);
   * keras-hub `BertBackbone` (same architecture), the same four ways; bfloat16
               is its `dtype="mixed_bfloat16"`. It runs in the peers' venv
               (`bench/setup_peers.sh`; keras-hub is no project dependency);
@@ -72,7 +73,9 @@ def _bert_tf(args):
 
     ids, mask, types = (tf.constant(a) for a in _inputs(args))
     config = BertConfig(**BASE)
-    with precision.dtype_policy(args.precision):
+    # As the inference tools build it (extract_features, the SavedModel export):
+    # under bf16, the encoder's dense weights are stored in bfloat16.
+    with precision.dtype_policy(args.precision, inference=True):
         model = BertModel(config)
 
     def call(a, b, c):
@@ -84,7 +87,7 @@ def _bert_tf(args):
         # The same weights in float32: how far bf16 moves the pooled output.
         reference = BertModel(config)
         for source, target in zip(reference.weights, model.weights):
-            target.assign(source)
+            target.assign(tf.cast(source.value, target.dtype))
         fp32_out = reference(ids, mask, types, training=False)["pooled_output"].numpy()
         del reference
         info["max_abs_diff_vs_fp32"] = {
