@@ -549,3 +549,46 @@ def test_lamb_trust_ratio_is_one_for_zero_weights_and_separate_exclusions():
     # Bias: update u = [1, -1] / (1 + 1e-6), ratio = ||w|| / ||u|| = 1 + 1e-6,
     # so w - lr * ratio * u = [0.9, 1.1].
     np.testing.assert_allclose(bias.numpy(), [0.9, 1.1], rtol=1e-6)
+
+
+def _tf_adamw_op_by_op(param, grad, m, v, lr, weight_decay_rate):
+    """The original's update as its float32 TF ops compute it, one op at a time (no XLA).
+
+    Returns [(value, scale)] for param, m and v: scale, the sum of the
+    magnitudes of the terms of the last add (a fused multiply-add rounds once
+    at the scale of its terms, not of a result that cancels them).
+    """
+    param, grad, m, v = (tf.constant(x) for x in (param, grad, m, v))
+    next_m = 0.9 * m + (1.0 - 0.9) * grad
+    next_v = 0.999 * v + (1.0 - 0.999) * tf.square(grad)
+    update = next_m / (tf.sqrt(next_v) + 1e-6)
+    update += weight_decay_rate * param
+    scales = (tf.abs(param) + tf.abs(lr * update), 0.9 * tf.abs(m) + 0.1 * tf.abs(grad), next_v)
+    return [(x.numpy(), scale.numpy())
+            for x, scale in zip((param - lr * update, next_m, next_v), scales)]
+
+
+def test_update_is_the_originals_float32_ops_within_fused_multiply_add_rounding():
+    # The update runs as one XLA-compiled loop per variable, where a multiply
+    # and an add become one fused multiply-add (one rounding instead of two):
+    # m and v within 2 float32 ulps (at the scale of their terms) of the
+    # original's op-by-op result; the parameter, whose update carries the
+    # roundings of m, v and the division, within 8 (5 seen).
+    rng = np.random.RandomState(7)
+    shape = (64, 48)
+    name = "bert/encoder/layer_0/output/dense/kernel"
+    variable = _make_variables({name: rng.normal(0, 1, shape).astype(np.float32)})[name]
+    optimizer = optimization.AdamWeightDecay(0.05, weight_decay_rate=0.01)
+    optimizer.build([variable])
+    slots = optimizer.get_slot_variables(variable)
+    for _ in range(4):
+        grad = rng.normal(0, 0.1, shape).astype(np.float32)
+        # Each step starts from our own state, so only one step's rounding is compared.
+        state = (variable.numpy(), slots["adam_m"].numpy(), slots["adam_v"].numpy())
+        expected = _tf_adamw_op_by_op(state[0], grad, state[1], state[2], np.float32(0.05), 0.01)
+        optimizer.apply([tf.constant(grad)], [variable])
+        for got, (want, scale), max_ulps in zip(
+                (variable.numpy(), slots["adam_m"].numpy(), slots["adam_v"].numpy()),
+                expected, (8, 2, 2)):
+            ulps = np.abs(got - want) / np.spacing(scale)
+            assert ulps.max() <= max_ulps, ulps.max()
