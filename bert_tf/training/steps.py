@@ -74,9 +74,33 @@ def _poison_on_any_overflow(grads, replica_context):
     return [None if g is None else g * tf.cast(poison, g.dtype) for g in grads]
 
 
+def whole_step_compiles(strategy):
+    """Whether XLA can compile a replica's whole training step under `strategy`.
+
+    The optimizer update syncs the replicas (the gradient all-reduce, then
+    `strategy.extended.update` of every variable). With one replica there is
+    nothing to sync; with several, TensorFlow runs that sync inside an XLA
+    function only when every device is a GPU (`MirroredStrategy` then skips
+    its `merge_call`, as Keras's `jit_compile=True` relies on); on CPU devices
+    the update needs a `merge_call`, which no compiled function may contain.
+    """
+    if strategy.num_replicas_in_sync == 1:
+        return True
+    devices = getattr(strategy.extended, "worker_devices", ())
+    return bool(devices) and all(
+        tf.DeviceSpec.from_string(d).device_type == "GPU" for d in devices)
+
+
 def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, use_xla=False,
                              loss_scaling=False):
     """One replica's training step: loss, gradients, one optimizer update.
+
+    With `use_xla`, the whole step (forward, backward, accumulation, the
+    cross-replica sums, gradient clipping, the optimizer update and the
+    global_step increment) is one XLA-compiled function, where the strategy
+    allows it (`whole_step_compiles`); otherwise (several replicas on CPU
+    devices) each micro-batch's forward and backward pass is compiled and the
+    update runs outside XLA.
 
     Returns:
       `fn(features) -> float32 [1 + len(task.metric_sum_keys)]`: this
@@ -92,10 +116,7 @@ def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, u
             scaled_loss = optimizer.scale_loss(loss) if loss_scaling else loss
         return loss, metrics, tape.gradient(scaled_loss, variables)
 
-    if use_xla:
-        compute_gradients = tf.function(compute_gradients, jit_compile=True)
-
-    def replica_step(features):
+    def replica_step(features, compute_gradients=compute_gradients):
         replica_context = tf.distribute.get_replica_context()
         normalizers = replica_context.all_reduce(
             tf.distribute.ReduceOp.SUM, task.loss_normalizers(features))
@@ -112,7 +133,19 @@ def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, u
         optimizer.apply(grads, model.trainable_variables)
         return tf.stack([loss] + [metrics[k] for k in metric_keys])
 
-    return replica_step
+    if not use_xla:
+        return replica_step
+
+    whole_step = tf.function(replica_step, jit_compile=True)
+    compiled_gradients = tf.function(compute_gradients, jit_compile=True)
+
+    def xla_replica_step(features):
+        # Decided while tracing, inside `strategy.run`.
+        if whole_step_compiles(tf.distribute.get_strategy()):
+            return whole_step(features)
+        return replica_step(features, compiled_gradients)
+
+    return xla_replica_step
 
 
 def build_train_loop(strategy, task, replica_step):
