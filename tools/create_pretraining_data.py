@@ -15,6 +15,9 @@ instances in the same order as the original. `--num_workers=N` (N > 1) or
 `--documents_per_shard=D` switch to sharded mode: shards of D documents each
 get their own seed, run in N processes, and memory stays bounded; the output
 then depends on the seed and D, never on N (see bert_tf/data/pretraining_data.py).
+With fewer shards than workers (a corpus of fewer than D documents), the N
+processes share each shard. Local files are read and written without
+importing TensorFlow.
 
 `--runner=DirectRunner|DataflowRunner|FlinkRunner|SparkRunner` runs sharded
 mode on Apache Beam (`pip install bert_tf[beam]`) and writes the same files as
