@@ -318,6 +318,20 @@ def _load_vocab(vocab):
 # ---------------------------------------------------------------------------
 
 
+def _merged_bounds(ranges):
+    """[first, last + 1, ...] of the inclusive `ranges`, merged where they touch."""
+    merged = []
+    for first, last in sorted(ranges):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], last)
+        else:
+            merged.append([first, last])
+    return np.array([b for first, last in merged for b in (first, last + 1)], np.int32)
+
+
+_CJK_BOUNDS = _merged_bounds(tokenization._CJK_RANGES)
+
+
 def _exact_lookup(keys, x):
     """(hit, index): whether each x is in sorted int32 `keys`, and where."""
     n = tf.size(keys)
@@ -384,9 +398,13 @@ class GraphTokenizer(tf.Module):
 
     def __call__(self, text_a, text_b=None, *, max_seq_length):
         """tokenize + pack_pair: string Tensors [batch] -> dict of [batch, max_seq_length]."""
-        ids_b = None if text_b is None else self.tokenize(text_b)
-        return self.pack_pair(self.tokenize(text_a), ids_b,
-                              max_seq_length=max_seq_length)
+        if text_b is None:
+            return self.pack_pair(self.tokenize(text_a), None, max_seq_length=max_seq_length)
+        # One tokenize call on a and b together (each text is tokenized on
+        # its own, so the ids are the same): half the ops per batch.
+        ids = self.tokenize(tf.concat([text_a, text_b], 0))  # [2B, (tokens)]
+        num_a = tf.size(text_a)
+        return self.pack_pair(ids[:num_a], ids[num_a:], max_seq_length=max_seq_length)
 
     # The graph's loops and branches are explicit (tf.while_loop, tf.cond).
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
@@ -465,18 +483,18 @@ class GraphTokenizer(tf.Module):
         splits = tf.constant(t.map_splits)
         map_values = tf.constant(t.map_values)
         hit, entry = _exact_lookup(keys, flat)  # [N], [N]
-        cjk = tf.zeros_like(hit)
-        for first, last in tokenization._CJK_RANGES:
-            cjk |= (flat >= first) & (flat <= last)
-        s = flat - _HANGUL_S_BASE
+        # In a CJK range iff an odd number of range bounds are <= cp.
+        cjk = tf.equal(tf.searchsorted(tf.constant(_CJK_BOUNDS)[None], flat[None], side="right",
+                                       out_type=tf.int32)[0] % 2, 1)  # [N]
+        table_len = tf.where(hit, tf.gather(splits, entry + 1) - tf.gather(splits, entry), 1)
         if self.do_lower_case:
+            s = flat - _HANGUL_S_BASE
             hangul = (s >= 0) & (s < _HANGUL_S_COUNT) & ~hit
+            has_t = tf.not_equal(s % _HANGUL_T_COUNT, 0)
+            inner_len = tf.where(hangul, 2 + tf.cast(has_t, tf.int32), table_len)
         else:
             hangul = tf.zeros_like(hit)
-        has_t = tf.not_equal(s % _HANGUL_T_COUNT, 0)
-        inner_len = tf.where(
-            hangul, 2 + tf.cast(has_t, tf.int32),
-            tf.where(hit, tf.gather(splits, entry + 1) - tf.gather(splits, entry), 1))
+            inner_len = table_len
         pad = tf.cast(cjk, tf.int32)
         out_len = inner_len + 2 * pad  # [N]
         n = tf.size(flat)
@@ -488,15 +506,27 @@ class GraphTokenizer(tf.Module):
         value_at = tf.gather(splits, tf.gather(entry, source)) + k
         value_at = tf.clip_by_value(value_at, 0, tf.maximum(tf.size(map_values) - 1, 0))
         table_value = tf.gather(map_values, value_at) if t.map_values.size else src_cp
-        src_s = tf.gather(s, source)
-        hangul_value = tf.where(
-            k == 0, _HANGUL_L_BASE + src_s // _HANGUL_N_COUNT,
-            tf.where(k == 1, _HANGUL_V_BASE + (src_s % _HANGUL_N_COUNT) // _HANGUL_T_COUNT,
-                     _HANGUL_T_BASE + src_s % _HANGUL_T_COUNT))
-        is_pad = tf.gather(cjk, source) & ((slot == 0) | (slot == tf.gather(out_len, source) - 1))
-        values = tf.where(is_pad, _SPACE,
-                          tf.where(tf.gather(hangul, source), hangul_value,
-                                   tf.where(src_hit, table_value, src_cp)))
+        values = tf.where(src_hit, table_value, src_cp)
+
+        # Hangul syllables and CJK padding are rare in most text: computed
+        # only for a batch that holds them.
+        def with_hangul(values):
+            src_s = tf.gather(s, source)
+            hangul_value = tf.where(
+                k == 0, _HANGUL_L_BASE + src_s // _HANGUL_N_COUNT,
+                tf.where(k == 1, _HANGUL_V_BASE + (src_s % _HANGUL_N_COUNT) // _HANGUL_T_COUNT,
+                         _HANGUL_T_BASE + src_s % _HANGUL_T_COUNT))
+            return tf.where(tf.gather(hangul, source), hangul_value, values)
+
+        def with_padding(values):
+            is_pad = tf.gather(cjk, source) & (
+                (slot == 0) | (slot == tf.gather(out_len, source) - 1))
+            return tf.where(is_pad, _SPACE, values)
+
+        if self.do_lower_case:
+            values = tf.cond(tf.reduce_any(hangul), lambda: with_hangul(values),
+                             lambda: values)
+        values = tf.cond(tf.reduce_any(cjk), lambda: with_padding(values), lambda: values)
         if self.do_lower_case and t.reorder_keys.size:
             values = self._reorder(values, source, flat, text_of_cp, hit, entry,
                                    hangul, inner_len, pad, value_at, src_hit)
