@@ -158,8 +158,14 @@ def _run_child(command, env):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--peer_python", default="/tmp/mg-venv/bin/python",
-                        help="python of a venv with tf-models-official (empty: no peer)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true",
+                      help="what `make bench` runs: 1 round of 3 steps, with the original")
+    mode.add_argument("--full", action="store_true", help="the flags' defaults")
+    peers = os.path.join(REPO_ROOT, "bench", ".peers", "bin", "python")
+    parser.add_argument("--peer_python", default=peers if os.path.exists(peers) else "",
+                        help="python of a venv with tf-models-official (default: "
+                             "bench/.peers/bin/python, from bench/setup_peers.sh; empty: no peer)")
     parser.add_argument("--original", action="store_true",
                         help="also time the original TF1 code (via tests/original/shim.py)")
     parser.add_argument("--peer_full_last_layer", action="store_true",
@@ -176,6 +182,10 @@ def main():
     parser.add_argument("--use_xla", action="store_true", help="ours only")
     parser.add_argument("--role", default="driver", choices=["driver", "ours", "original"])
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.steps, args.original = 1, 3, True
+    if args.peer_python and not os.path.exists(args.peer_python):
+        parser.error("--peer_python: no such interpreter: %s" % args.peer_python)
     if args.role == "ours":
         _ours(args)
         return

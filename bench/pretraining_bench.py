@@ -1,49 +1,75 @@
-r"""Throughput of one BERT pre-training step: bert_tf vs TF Model Garden, same machine, same run.
+r"""A BERT pre-training step, float32 and bfloat16, with and without XLA: bert_tf vs TF Model Garden.
 
-  .venv/bin/python bench/pretraining_bench.py --peer_python=/tmp/mg-venv/bin/python
+  .venv/bin/python bench/pretraining_bench.py [--quick] [--precisions fp32,bf16] \
+      [--peer_python=bench/.peers/bin/python] [--batch_size 8] [--seq_length 128]
 
-Both sides train BERT-base (configs/uncased_L-12_H-768_A-12.json: 110,106,428
-parameters with the heads) on the same random full-length batches (seq 128,
-20 masked positions, batch 8 by default) with the original's optimizer set-up
-(AdamWeightDecay, clip_by_global_norm 1.0, warmup + linear decay), steps run
-inside a `tf.range` host loop in one tf.function, no XLA, float32:
+Every side trains BERT-base with the pre-training heads (110,106,428
+parameters; configs/uncased_L-12_H-768_A-12.json) on the same random
+full-length batch (seq 128, 20 masked positions, batch 8 by default) with the
+original's optimizer set-up (AdamWeightDecay 0.01, clip_by_global_norm 1.0,
+warmup + linear decay), dropout on, steps inside one `tf.range` host loop:
 
-  ours:  `bert_tf.training.Trainer` + `PretrainingTask` (what
-         tools/run_pretraining.py runs), in a child process of this venv;
-  peer:  Model Garden's legacy BERT recipe (bench/pretraining_bench_model_garden.py),
-         in a child process of the peer's own venv (`--peer_python`).
+  bert_tf       `Trainer` + `PretrainingTask`, the train loop `tools/run_pretraining.py`
+                runs; without and with `--use_xla` (the whole step compiled,
+                the optimizer update included); bf16 is `--mixed_precision=bf16`;
+  Model Garden  its legacy recipe (bench/pretraining_bench_model_garden.py:
+                `bert_models.pretrain_model`, its AdamWeightDecay,
+                `model_training_utils`' host loop), in the peers' venv
+                (`bench/setup_peers.sh`); bf16 is tf-keras' `mixed_bfloat16`
+                policy. Without a peers' venv, bert_tf only.
 
-The two children run one after the other, `--rounds` times alternating, and
-the best round of each is reported (the least disturbed by other load).
-A first host loop of `--warmup_steps` (tracing, graph optimization) is not timed.
-
-Setting up the peer's venv (kept out of this project's requirements; Model
-Garden pins another TF, so it is installed without dependencies and shares
-this project's TF 2.21 through a .pth file):
-
-  python3.11 -m venv /tmp/mg-venv
-  echo $PWD/.venv/lib/python3.11/site-packages \
-      > /tmp/mg-venv/lib/python3.11/site-packages/zz_project_venv.pth
-  /tmp/mg-venv/bin/pip install --no-deps tf-models-official==2.20.0 gin-config \
-      pyyaml scipy tensorflow-hub
+Each (implementation, precision, XLA) runs in its own process, which builds
+the model and runs `--warmup` steps (tracing, XLA compilation) once; the
+processes of one precision are alive together, and `--rounds` rounds alternate
+between them (the order reversed every other round), one host loop of
+`--steps` steps per row and round. A row's figure is the median over rounds of
+the seconds per step, its spread the min-max over rounds, its ratio against
+Model Garden in the same precision.
 """
 
-import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BERT_BASE = os.path.join(REPO_ROOT, "configs", "uncased_L-12_H-768_A-12.json")
+BENCH = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH)
+sys.path.insert(0, BENCH)
+import benchlib  # noqa: E402
+
+BERT_BASE = os.path.join(REPO, "configs", "uncased_L-12_H-768_A-12.json")
+PEERS_PYTHON = os.path.join(REPO, "bench", ".peers", "bin", "python")
+MODES = {"quick": dict(rounds=2, steps=2, warmup=2), "full": dict(rounds=4, steps=5, warmup=2)}
+# (implementation, use_xla): the processes of each precision, in this order.
+PROCESSES = [("bert_tf", False), ("bert_tf", True), ("model_garden", False)]
+LABELS = {"bert_tf": "bert_tf Trainer + PretrainingTask",
+          "model_garden": "TF Model Garden 2.20.0 legacy BertPretrainer + its AdamWeightDecay"}
+# The issue's goal, checked against the table: the best bert_tf row over Model Garden.
+MIN_VS_MODEL_GARDEN = 1.1
 
 
-def _ours(args):
-    """Child: times bert_tf's training loop; prints one JSON line."""
-    sys.path.insert(0, REPO_ROOT)
+def random_batch(batch_size, seq_length, max_predictions, vocab_size, seed=0):
+    """A full-length pre-training batch as NumPy int32 arrays (the original's feature names)."""
+    import numpy as np
+    rng = np.random.RandomState(seed)
+    positions = np.stack([np.sort(rng.choice(np.arange(1, seq_length), max_predictions,
+                                             replace=False)) for _ in range(batch_size)])
+    features = {
+        "input_ids": rng.randint(1, vocab_size, (batch_size, seq_length)),
+        "input_mask": np.ones((batch_size, seq_length)),
+        "segment_ids": (np.arange(seq_length) >= seq_length // 2)[None].repeat(batch_size, 0),
+        "masked_lm_positions": positions,
+        "masked_lm_ids": rng.randint(1, vocab_size, (batch_size, max_predictions)),
+        "masked_lm_weights": np.ones((batch_size, max_predictions)),
+        "next_sentence_labels": rng.randint(0, 2, (batch_size, 1)),
+    }
+    return {k: v.astype(np.int32) for k, v in features.items()}
+
+
+def _bert_tf(args, output_dir):
+    """bert_tf's train loop: returns (info, run(num_steps) -> last loss)."""
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    sys.path.insert(0, REPO)
     import numpy as np
     import tensorflow as tf
     from bert_tf import distribute
@@ -52,123 +78,221 @@ def _ours(args):
     from bert_tf.tasks import PretrainingTask
 
     config = BertConfig.from_json_file(args.bert_config_file)
-    rng = np.random.RandomState(0)
-    b, s, p = args.batch_size, args.seq_length, args.max_predictions_per_seq
-    positions = np.stack([np.sort(rng.choice(np.arange(1, s), p, replace=False))
-                          for _ in range(b)])
-    features = {
-        "input_ids": rng.randint(1, config.vocab_size, (b, s)),
-        "input_mask": np.ones((b, s)),
-        "segment_ids": (np.arange(s) >= s // 2)[None].repeat(b, 0),
-        "masked_lm_positions": positions,
-        "masked_lm_ids": rng.randint(1, config.vocab_size, (b, p)),
-        "next_sentence_labels": rng.randint(0, 2, (b, 1)),
-    }
-    features = {k: tf.constant(v.astype(np.int32)) for k, v in features.items()}
-    features["masked_lm_weights"] = tf.ones((b, p), tf.float32)
+    features = random_batch(args.batch_size, args.seq_length, args.max_predictions_per_seq,
+                            config.vocab_size)
+    features = {k: tf.constant(v) for k, v in features.items()}
+    features["masked_lm_weights"] = tf.cast(features["masked_lm_weights"], tf.float32)
+    trainer = training.Trainer(
+        distribute.get_strategy("off"),
+        PretrainingTask(config, args.seq_length, args.max_predictions_per_seq), output_dir,
+        mixed_precision="bf16" if args.precision == "bf16" else None, use_xla=args.use_xla)
+    # What Trainer.train sets up before its first host loop (run_pretraining's flags).
+    trainer._create_optimizer(1e-4, 1000, 10, "adamw")  # pylint: disable=protected-access
+    train_loop = trainer._train_loop(1)  # pylint: disable=protected-access
+    iterator = iter(trainer.strategy.distribute_datasets_from_function(
+        lambda _: tf.data.Dataset.from_tensors(features).repeat()))
 
-    def dataset_fn(input_context):
-        return tf.data.Dataset.from_tensors(features).repeat()
+    def run(num_steps):
+        losses, _ = train_loop(iterator, tf.constant(num_steps, tf.int32))
+        return float(losses.numpy()[-1])
 
-    start = time.time()
+    params = int(sum(np.prod(v.shape) for v in trainer.model.trainable_variables))
+    return {"label": LABELS["bert_tf"], "num_parameters": params,
+            "tensorflow": tf.__version__}, run
+
+
+def worker(args):
+    """The child process: builds one side, runs the warm-up steps, then serves timings."""
     with tempfile.TemporaryDirectory() as output_dir:
-        trainer = training.Trainer(
-            distribute.get_strategy("off"),
-            PretrainingTask(config, s, p), output_dir,
-            mixed_precision=args.mixed_precision, use_xla=args.use_xla)
-        build_seconds = time.time() - start
-        total = args.warmup_steps + args.steps
-        # The first host loop (warmup_steps, with the tracing) ends at the
-        # checkpoint step; the second one (steps) is timed.
-        history = trainer.train(dataset_fn, b, total, 1e-4, 10,
-                                save_checkpoints_steps=args.warmup_steps,
-                                iterations_per_loop=total)
-    timed = history[-1]
-    print(json.dumps({
-        "implementation": "bert_tf Trainer + PretrainingTask",
-        "seconds_per_step": 1.0 / timed["steps_per_sec"],
-        "examples_per_sec": timed["examples_per_sec"],
-        "warmup_seconds": len(history[0]["losses"]) / history[0]["steps_per_sec"],
-        "build_seconds": build_seconds,
-        "num_parameters": int(sum(np.prod(v.shape) for v in trainer.model.trainable_variables)),
-        "loss": timed["loss"], "tensorflow": tf.__version__,
-    }))
+        start = time.perf_counter()
+        if args.impl == "model_garden":
+            import pretraining_bench_model_garden  # its own venv: imported only there
+            info, run = pretraining_bench_model_garden.build(args)
+        else:
+            info, run = _bert_tf(args, output_dir)
+        info["build_seconds"] = time.perf_counter() - start
+        start = time.perf_counter()
+        run(args.warmup)
+        info["warmup_seconds"] = time.perf_counter() - start
+
+        def handle(request):
+            start = time.perf_counter()
+            loss = run(request["steps"])
+            return {"seconds_per_step": (time.perf_counter() - start) / request["steps"],
+                    "loss": loss}
+
+        benchlib.serve(info, handle)
 
 
-def _run_child(command, env):
-    proc = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit("%s failed:\n%s" % (" ".join(command), proc.stderr[-3000:]))
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def _start(args, precision, notes):
+    workers = []
+    for impl, use_xla in PROCESSES:
+        python = sys.executable
+        if impl == "model_garden":
+            if not args.peer_python:
+                note = ("Model Garden not measured: no peers interpreter (bench/.peers/bin/python "
+                        "or --peer_python); `bash bench/setup_peers.sh .venv/bin/python` makes one")
+                if note not in notes:
+                    notes.append(note)
+                continue
+            python = args.peer_python
+        argv = [python, os.path.abspath(__file__), "--role=worker", "--impl=" + impl,
+                "--precision=" + precision, "--bert_config_file=" + args.bert_config_file,
+                "--batch_size=%d" % args.batch_size, "--seq_length=%d" % args.seq_length,
+                "--max_predictions_per_seq=%d" % args.max_predictions_per_seq,
+                "--warmup=%d" % args.warmup] + (["--use_xla"] if use_xla else [])
+        if impl == "model_garden":
+            env = benchlib.child_env(TF_USE_LEGACY_KERAS="1", KERAS_BACKEND=None,
+                                     CUDA_VISIBLE_DEVICES="")
+        else:
+            env = benchlib.child_env(CUDA_VISIBLE_DEVICES="")
+        name = "%s %s%s" % (impl, precision, " XLA" if use_xla else "")
+        workers.append(((impl, precision, use_xla), benchlib.Worker(name, argv, env, REPO)))
+    return workers
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--peer_python", default="/tmp/mg-venv/bin/python",
-                        help="python of a venv with tf-models-official (empty: ours only)")
+def drive(args):
+    notes, failures, rows = [], [], []
+    for precision in args.precisions:
+        # One precision at a time: three BERT-base training processes fit in memory.
+        live, infos = [], {}
+        for key, w in _start(args, precision, notes):
+            try:
+                infos[key] = w.ready()
+                live.append((key, w))
+            except benchlib.WorkerError as e:
+                failures.append(str(e))
+                w.close()
+        times = {key: [] for key, _ in live}
+        for r in range(args.rounds):
+            for key, w in benchlib.alternating_order(live, r):
+                if key not in times:
+                    continue
+                try:
+                    reply = w.request(cmd="time", steps=args.steps)
+                    times[key].append([reply["seconds_per_step"]])
+                    print("round %d %s: %.3f s/step" % (r, w.name, reply["seconds_per_step"]),
+                          file=sys.stderr)
+                except benchlib.WorkerError as e:
+                    failures.append(str(e))
+                    del times[key]
+        for _, w in live:
+            w.close()
+        for key, rounds in times.items():
+            if rounds:
+                rows.append(dict(impl=key[0], prec=key[1], xla=key[2], info=infos[key],
+                                 **benchlib.summarize(rounds)))
+    report(args, rows, notes, failures)
+    return 1 if failures else 0
+
+
+def report(args, rows, notes, failures):
+    """Prints the table (BENCHMARKS.md's form), the goals and any failure."""
+    batch = args.batch_size
+    peer = {row["prec"]: batch / row["median"] for row in rows if row["impl"] == "model_garden"}
+    table = []
+    for row in rows:
+        rate = batch / row["median"]
+        table.append(["%s%s" % (row["info"]["label"], " (XLA)" if row["xla"] else ""),
+                      row["prec"], benchlib.format_number(row["median"], 3),
+                      benchlib.format_number(rate, 2),
+                      benchlib.format_spread(batch / row["high"], batch / row["low"], 2),
+                      benchlib.format_ratio(benchlib.ratio(rate, peer.get(row["prec"]))),
+                      benchlib.format_number(row["info"]["warmup_seconds"], 0)])
+    print()
+    print("Pre-training step (MLM + NSP) of %s, batch %d x seq %d, %d predictions, random "
+          "weights and batch: %d rounds alternating the processes of a precision, one host loop "
+          "of %d steps per row and round (after %d warm-up steps); median over rounds, spread = "
+          "min-max over rounds, ratio = examples/s over Model Garden in the same precision."
+          % (os.path.basename(args.bert_config_file), batch, args.seq_length,
+             args.max_predictions_per_seq, args.rounds, args.steps,
+             args.warmup))
+    print()
+    print(benchlib.markdown_table(
+        ["implementation", "precision", "s / step", "examples / s", "spread (examples/s)",
+         "vs Model Garden", "warm-up s"], table, align="llrrrrr"))
+    print()
+    for line in goals(args, rows):
+        print("- " + line)
+    for note in notes:
+        print("- " + note)
+    for failure in failures:
+        print("- FAILED: " + failure)
+    sys.stdout.flush()
+
+
+def goals(args, rows):
+    """The issue's goals, each as a line: the figure measured and whether it is met."""
+    lines = []
+    rate = {(r["impl"], r["prec"], r["xla"]): args.batch_size / r["median"] for r in rows}
+    for prec in args.precisions:
+        peer = rate.get(("model_garden", prec, False))
+        ours = [rate[k] for k in rate if k[0] == "bert_tf" and k[1] == prec]
+        if peer and ours:
+            value = max(ours) / peer
+            lines.append("goal %s >= %.1fx Model Garden: %.2fx, %s"
+                         % (prec, MIN_VS_MODEL_GARDEN, value,
+                            "met" if value >= MIN_VS_MODEL_GARDEN else "NOT met"))
+        plain, xla = rate.get(("bert_tf", prec, False)), rate.get(("bert_tf", prec, True))
+        if plain and xla:
+            lines.append("%s: --use_xla %s (%.2fx the examples/s without)"
+                         % (prec, "helps" if xla > plain else "does not help", xla / plain))
+    return lines
+
+
+def parse_args(argv=None):
+    parser = benchlib.ArgumentParser(prog="pretraining_bench.py",
+                                     description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="%(rounds)d rounds x %(steps)d steps, "
+                      "%(warmup)d warm-up" % MODES["quick"])
+    mode.add_argument("--full", action="store_true", help="%(rounds)d rounds x %(steps)d steps, "
+                      "%(warmup)d warm-up (the default)" % MODES["full"])
     parser.add_argument("--bert_config_file", default=BERT_BASE)
     parser.add_argument("--batch_size", type=int, default=8)
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
-    parser.add_argument("--warmup_steps", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--use_xla", action="store_true", help="ours only")
-    parser.add_argument("--mixed_precision", default=None, help="ours only: bf16 | fp16")
-    parser.add_argument("--role", default="driver", choices=["driver", "ours"])
-    args = parser.parse_args()
-    if args.role == "ours":
-        _ours(args)
-        return
+    parser.add_argument("--rounds", type=int, help="overrides the mode's")
+    parser.add_argument("--steps", type=int, help="timed steps per row and round; overrides the "
+                        "mode's")
+    parser.add_argument("--warmup", type=int, help="untimed steps per row; overrides the mode's")
+    parser.add_argument("--precisions", default="fp32,bf16", help="fp32, bf16 or both")
+    parser.add_argument("--peer_python", default=PEERS_PYTHON if os.path.exists(PEERS_PYTHON)
+                        else None, help="the interpreter that has tf-models-official "
+                        "(default: bench/.peers/bin/python)")
+    parser.add_argument("--role", default="driver", choices=["driver", "worker"], help="internal")
+    parser.add_argument("--impl", choices=sorted(LABELS), help="internal (worker)")
+    parser.add_argument("--precision", choices=["fp32", "bf16"], help="internal (worker)")
+    parser.add_argument("--use_xla", action="store_true", help="internal (worker)")
+    args = parser.parse_args(argv)
+    for name, value in MODES["quick" if args.quick else "full"].items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    for name in ("batch_size", "rounds", "steps", "warmup", "max_predictions_per_seq"):
+        if getattr(args, name) < 1:
+            parser.error("--%s must be at least 1, got %d" % (name, getattr(args, name)))
+    if not 2 <= args.seq_length <= 512:
+        parser.error("--seq_length must be in [2, 512], got %d" % args.seq_length)
+    if args.max_predictions_per_seq >= args.seq_length:
+        parser.error("--max_predictions_per_seq must be below --seq_length")
+    if not os.path.isfile(args.bert_config_file):
+        parser.error("--bert_config_file: no such file: %s" % args.bert_config_file)
+    if args.peer_python and not os.path.exists(args.peer_python):
+        parser.error("--peer_python: no such interpreter: %s" % args.peer_python)
+    args.precisions = [p for p in args.precisions.split(",") if p]
+    for p in args.precisions:
+        if p not in ("fp32", "bf16"):
+            parser.error("--precisions: unknown precision %r (fp32, bf16)" % p)
+    return args
 
-    common = ["--bert_config_file=%s" % args.bert_config_file,
-              "--batch_size=%d" % args.batch_size, "--seq_length=%d" % args.seq_length,
-              "--max_predictions_per_seq=%d" % args.max_predictions_per_seq,
-              "--warmup_steps=%d" % args.warmup_steps, "--steps=%d" % args.steps]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    ours_command = [sys.executable, os.path.abspath(__file__), "--role=ours"] + common
-    if args.use_xla:
-        ours_command.append("--use_xla")
-    if args.mixed_precision:
-        ours_command.append("--mixed_precision=%s" % args.mixed_precision)
-    peer_command = None
-    if args.peer_python:
-        peer_command = [args.peer_python, os.path.join(REPO_ROOT, "bench",
-                                                       "pretraining_bench_model_garden.py")]
-        peer_command += common
-    results = {"ours": [], "peer": []}
-    for round_index in range(args.rounds):
-        results["ours"].append(_run_child(ours_command, dict(env, KERAS_BACKEND="tensorflow")))
-        print("round %d ours: %.3f s/step" % (round_index, results["ours"][-1]["seconds_per_step"]),
-              file=sys.stderr)
-        if peer_command:
-            peer_env = dict(env, TF_USE_LEGACY_KERAS="1")
-            peer_env.pop("KERAS_BACKEND", None)
-            results["peer"].append(_run_child(peer_command, peer_env))
-            print("round %d peer: %.3f s/step"
-                  % (round_index, results["peer"][-1]["seconds_per_step"]), file=sys.stderr)
 
-    print("BERT pre-training step, %s, batch %d, seq %d, %d predictions, %d timed steps, "
-          "best of %d rounds, %d CPU cores"
-          % (os.path.basename(args.bert_config_file), args.batch_size, args.seq_length,
-             args.max_predictions_per_seq, args.steps, args.rounds, os.cpu_count()))
-    print("| implementation | params | s/step | examples/s | first loop (trace) s |")
-    print("|---|---|---|---|---|")
-    best = {}
-    for side in ("ours", "peer"):
-        if not results[side]:
-            continue
-        best[side] = min(results[side], key=lambda r: r["seconds_per_step"])
-        r = best[side]
-        print("| %s%s | %d | %.3f | %.2f | %.1f |"
-              % (r["implementation"], " (XLA)" if side == "ours" and args.use_xla else "",
-                 r["num_parameters"], r["seconds_per_step"], r["examples_per_sec"],
-                 r["warmup_seconds"]))
-    if "peer" in best:
-        print("ours / peer throughput: %.2fx"
-              % (best["ours"]["examples_per_sec"] / best["peer"]["examples_per_sec"]))
-    print(json.dumps(results))
+def main():
+    args = parse_args()
+    if args.role == "worker":
+        worker(args)
+        return 0
+    return drive(args)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,120 +1,140 @@
-r"""Benchmark: create_pretraining_data, ours vs the original, side by side.
+r"""Benchmark: tools/create_pretraining_data.py, whole process, ours vs the original.
 
+  .venv/bin/python bench/pretraining_data_bench.py --quick
   .venv/bin/python bench/pretraining_data_bench.py --out_dir=/tmp/cpd_bench \
-    --sizes=1,4,16 --modes=original,exact,sharded --num_workers=2
+    --sizes=1,10,40 --runs=original,w1,w2,w1_d64,w2_d64 --rounds=3
 
-For each corpus size (the pydoc corpus, `bert_tf.data.demo_corpus`, written
-`size` times; copy r > 0 prefixes each sentence with "r ") and each mode, one
-fresh process runs the generation with the original's default flags
-(max_seq_length 128, max_predictions_per_seq 20, dupe_factor 10, ...) and
-reports instances/s (generation only, without interpreter/TF start-up) and
-peak RSS. Modes:
+The corpus is the pydoc corpus (`bert_tf.data.demo_corpus`) written `size`
+times (copy r > 0 prefixes each sentence with "r "; 10x = 4.2 MB), with the
+original's default flags (max_seq_length 128, max_predictions_per_seq 20,
+dupe_factor 10, masked_lm_prob 0.15) and a vocab learned from the 1x corpus.
+Each run is one fresh process, timed from start to exit (interpreter and
+imports included), with the peak RSS and PSS summed over it and its workers.
+Runs:
 
-  original  pip bert-tensorflow's create_pretraining_data.main (via
-            tests/original/pretraining_data_oracle.py, TF 2.21 compat)
-  exact     bert_tf, default mode (the original's output)
-  sharded   bert_tf, --num_workers/--documents_per_shard (bounded memory)
+  original   pip bert-tensorflow's create_pretraining_data.main (through
+             tests/original/pretraining_data_oracle.py, TF 2.21 compat); run
+             once per size (it takes about 25 s at 10x)
+  wN         tools/create_pretraining_data.py --num_workers=N (w1: exact
+             mode, the original's output; N > 1: sharded mode with the
+             default --documents_per_shard)
+  wN_dD      ... --num_workers=N --documents_per_shard=D
 
-With --verify (default on) the exact mode's records are compared with the
-original's (after deterministic re-serialization) for every size where both
-ran. The vocab is learned once from the 1x corpus with bert_tf.data.vocab.
-
-Note: copies of the corpus repeat its words, so the tokenization cache helps
-more on the larger sizes than on real text of the same size; the 1x row has
-no such repetition.
+Ours alternate between the runs, round after round (the order reversed every
+other round); each table gives the median over rounds, the spread (min-max)
+and the ratio of the medians to the original and to w1. With --verify, w1's
+records are compared with the original's (after deterministic
+re-serialization). `--quick` (what `make bench` runs, about 90 s on 2 cores):
+10x only, original once, w1, w2 and w2_d64, 3 rounds, no --verify.
 """
 
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+import benchlib  # noqa: E402  (bench/, beside this script)
 import proctree  # noqa: E402  (bench/, beside this script)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOL = os.path.join(REPO, "tools", "create_pretraining_data.py")
 
+flags.DEFINE_bool("quick", False, "The quick run of `make bench` (see the module docstring).")
 flags.DEFINE_string("out_dir", "/tmp/pretraining_data_bench", "Scratch directory.")
-flags.DEFINE_string("sizes", "1,4,16", "Corpus sizes (copies of the pydoc corpus).")
-flags.DEFINE_string("modes", "original,exact,sharded", "Which runs.")
-flags.DEFINE_integer("original_max_size", 16, "Skip the original above this size.")
-flags.DEFINE_integer("num_workers", 2, "Workers of the sharded mode.")
-flags.DEFINE_integer("documents_per_shard", 64, "Shard size of the sharded mode.")
-flags.DEFINE_integer("dupe_factor", 10, "As the original's flag.")
-flags.DEFINE_integer("max_seq_length", 128, "As the original's flag.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "As the original's flag.")
+flags.DEFINE_string("sizes", "1,10,40", "Corpus sizes (copies of the pydoc corpus).")
+flags.DEFINE_string("runs", "original,w1,w2,w1_d64,w2_d64",
+                    "Which runs: original, wN, wN_dD (see the module docstring).")
+flags.DEFINE_integer("original_max_size", 10, "Skip the original above this size.")
+flags.DEFINE_integer("rounds", 3, "Alternating rounds of our runs (the original runs once).")
 flags.DEFINE_integer("vocab_size", 4000, "Vocab learned from the 1x corpus.")
-flags.DEFINE_integer("repeats", 1, "Runs per (size, mode); the fastest is reported "
-                     "(the machine may be shared), with the largest memory peak.")
-flags.DEFINE_bool("verify", True, "Compare exact-mode records with the original's.")
+flags.DEFINE_bool("verify", True, "Compare w1's records with the original's.")
 flags.DEFINE_string("json_output", None, "Also write the results here.")
-flags.DEFINE_string("internal_run_ours", None, "Internal: run bert_tf with this JSON spec.")
 
 FLAGS = flags.FLAGS
 
 
-def _status_kb(field):
-    """A "VmRSS"/"VmHWM" line of /proc/self/status, in kB (VmHWM = peak RSS)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
+class BenchError(Exception):
+    """Why the benchmark cannot run (one line)."""
 
 
-def _run_ours(spec):
-    """In a fresh process: bert_tf's create_pretraining_data, timed."""
-    from absl import logging  # pylint: disable=g-import-not-at-top
-    from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
-    from bert_tf.data import pretraining_data  # pylint: disable=g-import-not-at-top
-    import tensorflow  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-    logging.set_verbosity(logging.WARNING)
-    rss_before = _status_kb("VmRSS")
-    start = time.perf_counter()
-    tokenizer = tokenization.FullTokenizer(spec["vocab_file"], do_lower_case=True)
-    stats = pretraining_data.create_pretraining_data(
-        [spec["input_file"]], [spec["output_file"]], tokenizer,
-        max_seq_length=spec["max_seq_length"],
-        max_predictions_per_seq=spec["max_predictions_per_seq"],
-        dupe_factor=spec["dupe_factor"], num_workers=spec["num_workers"],
-        documents_per_shard=spec["documents_per_shard"])
-    seconds = time.perf_counter() - start
-    print(json.dumps({"instances": stats["instances"], "seconds": seconds,
-                      "rss_before_kb": rss_before, "peak_rss_kb": _status_kb("VmHWM")}))
+def _parse_run(name):
+    """'w2_d64' -> (2, 64); 'w1' -> (1, 0); 'original' -> None."""
+    if name == "original":
+        return None
+    try:
+        workers, _, shard = name[1:].partition("_d")
+        if not name.startswith("w"):
+            raise ValueError(name)
+        return int(workers), int(shard or 0)
+    except ValueError:
+        raise BenchError("--runs: unknown run %r (original, wN or wN_dD)" % name) from None
 
 
-def _subprocess(args):
-    """Runs `python args`; returns (stdout, wall seconds, {"tree_pss_kb": peak}).
+def _describe(name):
+    parsed = _parse_run(name)
+    if parsed is None:
+        return "the original (bert-tensorflow 1.0.4)"
+    workers, shard = parsed
+    text = "`--num_workers=%d`" % workers
+    if shard:
+        text += " `--documents_per_shard=%d`" % shard
+    return text
 
-    The main process reports its exact peak RSS itself.
-    """
-    out, wall, _, tree_pss_kb, _ = proctree.run_python(args)
-    return out, wall, {"tree_pss_kb": tree_pss_kb}
+
+def _run_process(args):
+    try:
+        out, wall, tree_rss_kb, tree_pss_kb, _ = proctree.run_python(args)
+    except RuntimeError as e:
+        lines = [line for line in str(e).splitlines() if line.strip()]
+        raise BenchError("%s failed: %s" % (os.path.basename(args[0]) if args else "python",
+                                            lines[-1] if lines else "no output")) from None
+    return {"wall": wall, "tree_rss_kb": tree_rss_kb, "tree_pss_kb": tree_pss_kb, "out": out}
+
+
+def _run_ours(name, corpus, vocab_file, output_file):
+    workers, shard = _parse_run(name)
+    args = [TOOL, "--input_file=" + corpus, "--output_file=" + output_file,
+            "--vocab_file=" + vocab_file, "--num_workers=%d" % workers]
+    if shard:
+        args.append("--documents_per_shard=%d" % shard)
+    stats = _run_process(args)
+    return stats
 
 
 def _run_original(directory, corpus, vocab_file, output_file):
     runs_file = os.path.join(directory, "oracle_runs.json")
     stats_file = os.path.join(directory, "oracle_stats.json")
     flags_list = ["--input_file=" + corpus, "--output_file=" + output_file,
-                  "--vocab_file=" + vocab_file, "--dupe_factor=%d" % FLAGS.dupe_factor,
-                  "--max_seq_length=%d" % FLAGS.max_seq_length,
-                  "--max_predictions_per_seq=%d" % FLAGS.max_predictions_per_seq]
+                  "--vocab_file=" + vocab_file]
     with open(runs_file, "w") as f:
         json.dump([{"mode": "pip", "flags": flags_list,
                     "log_file": os.path.join(directory, "oracle.log"),
                     "stats_file": stats_file}], f)
-    _, wall, peaks = _subprocess(["-m", "tests.original.pretraining_data_oracle", runs_file])
+    stats = _run_process(["-m", "tests.original.pretraining_data_oracle", runs_file])
     with open(stats_file) as f:
-        stats = json.load(f)
-    stats["wall"] = wall
-    stats.update(peaks)
+        stats.update(json.load(f))
     return stats
+
+
+def _count_records(path):
+    """The number of records in a TFRecord file, from its framing (no TensorFlow)."""
+    count = 0
+    with open(path, "rb") as f:
+        while True:
+            header = f.read(12)
+            if not header:
+                return count
+            if len(header) < 12:
+                raise BenchError("%s: truncated TFRecord file" % path)
+            f.seek(int.from_bytes(header[:8], "little") + 4, os.SEEK_CUR)
+            count += 1
 
 
 def _canonical(path):
@@ -135,12 +155,10 @@ def _spin(n):
     return total
 
 
-def _parallelism_probe(num_workers, n=3 * 10 ** 6):
-    """How many times faster num_workers processes run pure-Python work than one.
-
-    (A 2-vCPU machine whose vCPUs share one core shows about 1.0.)
-    """
+def _parallelism_probe(num_workers, n=2 * 10 ** 6):
+    """How many times faster num_workers processes run pure-Python work than one."""
     import multiprocessing  # pylint: disable=g-import-not-at-top
+    import time  # pylint: disable=g-import-not-at-top
     start = time.perf_counter()
     for _ in range(2 * num_workers):
         _spin(n)
@@ -152,92 +170,125 @@ def _parallelism_probe(num_workers, n=3 * 10 ** 6):
     return serial / parallel
 
 
-def main(argv):
-    del argv
-    if FLAGS.internal_run_ours:
-        _run_ours(json.loads(FLAGS.internal_run_ours))
-        return
+def _size_table(size, corpus_mb, names, results, rounds):
+    rows = []
+    base_original = results.get("original", {}).get("median")
+    base_w1 = results.get("w1", {}).get("median")
+    for name in names:
+        r = results.get(name)
+        if r is None:
+            continue
+        median = r["median"]
+        rows.append([
+            _describe(name), benchlib.format_number(r["instances"], 0),
+            "%.2f" % median, benchlib.format_spread(r["low"], r["high"], 2),
+            benchlib.format_number(r["instances"] / median, 0),
+            benchlib.format_ratio(benchlib.ratio(base_original, median)),
+            benchlib.format_ratio(benchlib.ratio(base_w1, median)) if name != "w1" else "1.00x",
+            benchlib.format_number(r["tree_rss_kb"] / 1024.0, 0),
+            benchlib.format_number(r["tree_pss_kb"] / 1024.0, 0)])
+    ours = [n for n in names if n != "original" and n in results]
+    lines = ["%dx corpus (%.1f MB): whole process (start-up included), median of %d "
+             "alternating rounds of %s%s; peak memory summed over the process and its "
+             "workers." % (size, corpus_mb, rounds, ", ".join(ours),
+                           "; the original once" if "original" in results else ""),
+             "",
+             benchlib.markdown_table(
+                 ["run", "instances", "s (median)", "spread s", "instances/s",
+                  "vs original", "vs --num_workers=1", "peak RSS MB", "peak PSS MB"],
+                 rows, align="lrrrrrrrr")]
+    return "\n".join(lines)
+
+
+def _bench(sizes, names, rounds, verify):
     from bert_tf.data import demo_corpus  # pylint: disable=g-import-not-at-top
     from bert_tf.data import vocab  # pylint: disable=g-import-not-at-top
+    for name in names:
+        _parse_run(name)
     os.makedirs(FLAGS.out_dir, exist_ok=True)
-    sizes = [int(s) for s in FLAGS.sizes.split(",")]
-    modes = FLAGS.modes.split(",")
     vocab_file = os.path.join(FLAGS.out_dir, "vocab.txt")
     corpus1 = os.path.join(FLAGS.out_dir, "corpus_1x.txt")
     if not os.path.exists(corpus1):
         demo_corpus.write_pydoc_corpus(corpus1)
     if not os.path.exists(vocab_file):
         vocab.build_vocab([corpus1], vocab_file, vocab_size=FLAGS.vocab_size, lower_thresh=2)
-    probe = _parallelism_probe(FLAGS.num_workers)
-    print(json.dumps({"cpu_count": os.cpu_count(), "num_workers": FLAGS.num_workers,
-                      "parallel_speedup_of_pure_python": round(probe, 2)}), flush=True)
-    results = []
+    probe = _parallelism_probe(2)
+    print("cpu_count %d; a plain 2-process Python pool ran %.2fx one process"
+          % (os.cpu_count(), probe), flush=True)
+    all_results = []
+    tables = []
     for size in sizes:
         corpus = os.path.join(FLAGS.out_dir, "corpus_%dx.txt" % size)
         if not os.path.exists(corpus):
             demo_corpus.write_pydoc_corpus(corpus, repeat=size)
         corpus_mb = os.path.getsize(corpus) / 2 ** 20
-        outputs = {}
-        for mode in modes:
-            if mode == "original" and size > FLAGS.original_max_size:
-                continue
-            directory = os.path.join(FLAGS.out_dir, "%s_%dx" % (mode, size))
+        outputs = {name: os.path.join(FLAGS.out_dir, "%s_%dx.tfrecord" % (name, size))
+                   for name in names}
+        results = {}
+        if "original" in names and size <= FLAGS.original_max_size:
+            directory = os.path.join(FLAGS.out_dir, "original_%dx" % size)
             os.makedirs(directory, exist_ok=True)
-            output_file = os.path.join(directory, "out.tfrecord")
-            runs = []
-            for _ in range(FLAGS.repeats):
-                if mode == "original":
-                    stats = _run_original(directory, corpus, vocab_file, output_file)
-                else:
-                    spec = {"input_file": corpus, "output_file": output_file,
-                            "vocab_file": vocab_file, "max_seq_length": FLAGS.max_seq_length,
-                            "max_predictions_per_seq": FLAGS.max_predictions_per_seq,
-                            "dupe_factor": FLAGS.dupe_factor,
-                            "num_workers": FLAGS.num_workers if mode == "sharded" else 1,
-                            "documents_per_shard":
-                                FLAGS.documents_per_shard if mode == "sharded" else 0}
-                    out, wall, peaks = _subprocess(
-                        [os.path.abspath(__file__), "--internal_run_ours=" + json.dumps(spec)])
-                    stats = json.loads(out.strip().splitlines()[-1])
-                    stats["wall"] = wall
-                    stats.update(peaks)
-                runs.append(stats)
-            stats = dict(min(runs, key=lambda r: r["seconds"]))
-            stats["peak_rss_kb"] = max(r["peak_rss_kb"] for r in runs)
-            stats["tree_pss_kb"] = max(r["tree_pss_kb"] for r in runs)
-            stats["all_seconds"] = [round(r["seconds"], 2) for r in runs]
-            outputs[mode] = output_file
-            row = {"size": size, "corpus_mb": round(corpus_mb, 2), "mode": mode,
-                   "instances": stats["instances"], "seconds": round(stats["seconds"], 2),
-                   "instances_per_s": round(stats["instances"] / stats["seconds"]),
-                   "main_peak_rss_mb": round(stats["peak_rss_kb"] / 1024),
-                   "all_processes_peak_pss_mb": round(stats["tree_pss_kb"] / 1024),
-                   "process_wall_s": round(stats["wall"], 1),
-                   "all_seconds": stats["all_seconds"]}
-            results.append(row)
-            print(json.dumps(row), flush=True)
-        if FLAGS.verify and "original" in outputs and "exact" in outputs:
-            same = _raw(outputs["exact"]) == _canonical(outputs["original"])
-            print(json.dumps({"size": size, "exact_equals_original": same}), flush=True)
-            results.append({"size": size, "exact_equals_original": same})
+            stats = _run_original(directory, corpus, vocab_file, outputs["original"])
+            results["original"] = {"median": stats["wall"], "low": stats["wall"],
+                                   "high": stats["wall"], "instances": stats["instances"],
+                                   "generation_s": stats["seconds"],
+                                   "tree_rss_kb": stats["tree_rss_kb"],
+                                   "tree_pss_kb": stats["tree_pss_kb"]}
+            print(json.dumps({"size": size, "run": "original",
+                              "wall_s": round(stats["wall"], 2),
+                              "generation_s": round(stats["seconds"], 2)}), flush=True)
+        ours = [n for n in names if n != "original"]
+        walls = {n: [] for n in ours}
+        peaks = {n: [0, 0] for n in ours}
+        for round_index in range(rounds):
+            for name in benchlib.alternating_order(ours, round_index):
+                stats = _run_ours(name, corpus, vocab_file, outputs[name])
+                walls[name].append([stats["wall"]])
+                peaks[name][0] = max(peaks[name][0], stats["tree_rss_kb"])
+                peaks[name][1] = max(peaks[name][1], stats["tree_pss_kb"])
+                print(json.dumps({"size": size, "run": name, "round": round_index,
+                                  "wall_s": round(stats["wall"], 2)}), flush=True)
+        for name in ours:
+            summary = benchlib.summarize(walls[name])
+            summary.update(instances=_count_records(outputs[name]), tree_rss_kb=peaks[name][0],
+                           tree_pss_kb=peaks[name][1])
+            results[name] = summary
+        if verify and "original" in results and "w1" in results:
+            same = _raw(outputs["w1"]) == _canonical(outputs["original"])
+            print("%dx: --num_workers=1's records %s the original's" % (
+                size, "equal" if same else "DIFFER FROM"), flush=True)
             if not same:
-                raise SystemExit("exact mode differs from the original at size %d" % size)
-
+                raise BenchError("--num_workers=1 differs from the original at size %d" % size)
+        for name, r in results.items():
+            all_results.append(dict(r, size=size, run=name, corpus_mb=round(corpus_mb, 2)))
+        tables.append(_size_table(size, corpus_mb, names, results, rounds))
     print()
-    print("| corpus | mode | instances | s | instances/s | vs original | peak RSS MB (main) "
-          "| peak PSS MB (all processes) |")
-    print("|---|---|---|---|---|---|---|---|")
-    base = {r["size"]: r["instances_per_s"] for r in results if r.get("mode") == "original"}
-    for r in results:
-        if "mode" not in r:
-            continue
-        ratio = ("%.1fx" % (r["instances_per_s"] / base[r["size"]])) if r["size"] in base else "-"
-        print("| %dx (%.1f MB) | %s | %d | %.1f | %d | %s | %d | %d |" % (
-            r["size"], r["corpus_mb"], r["mode"], r["instances"], r["seconds"],
-            r["instances_per_s"], ratio, r["main_peak_rss_mb"], r["all_processes_peak_pss_mb"]))
+    print("## create_pretraining_data")
+    print()
+    print("\n\n".join(tables))
     if FLAGS.json_output:
         with open(FLAGS.json_output, "w") as f:
-            json.dump(results, f, indent=1)
+            json.dump(all_results, f, indent=1)
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError("Too many command-line arguments: %s" % " ".join(argv[1:]))
+    if FLAGS.quick:
+        sizes, names, rounds, verify = [10], ["original", "w1", "w2", "w2_d64"], 3, False
+    else:
+        try:
+            sizes = [int(s) for s in FLAGS.sizes.split(",")]
+        except ValueError:
+            sys.exit("pretraining_data_bench: --sizes=%s: comma-separated integers"
+                     % FLAGS.sizes)
+        names, rounds, verify = FLAGS.runs.split(","), FLAGS.rounds, FLAGS.verify
+    if rounds < 1:
+        sys.exit("pretraining_data_bench: --rounds=%d must be >= 1" % rounds)
+    try:
+        _bench(sizes, names, rounds, verify)
+    except (BenchError, OSError) as e:
+        sys.exit("pretraining_data_bench: %s" % e)
 
 
 if __name__ == "__main__":
