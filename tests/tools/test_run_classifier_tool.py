@@ -22,6 +22,7 @@ learned from it, and a tiny BERT (2 layers, hidden 32, dropout 0).
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -192,6 +193,25 @@ def test_predict_only_restores_the_latest_checkpoint(files, trained):
         output_dir / ("model.ckpt-%d" % NUM_TRAIN_STEPS), NUM_TRAIN_STEPS) in err
     with open(output_dir / "test_results.tsv") as f:
         assert f.read() == trained["test_results"]
+
+
+def test_predict_in_bf16_gives_the_float32_results_within_bf16_rounding(files, trained,
+                                                                       tmp_path):
+    # --mixed_precision=bf16 with --do_predict alone: the fine-tuned model
+    # computes in bfloat16 (float32 variables and probabilities).
+    output_dir = tmp_path / "bf16"
+    shutil.copytree(trained["dir"], output_dir)
+    os.remove(output_dir / "test_results.tsv")
+    rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(
+        files, output_dir, do_train="false", do_eval="false", mixed_precision="bf16"))
+    assert rc == 0, err[-4000:]
+    _, probabilities = _read_test_results(output_dir / "test_results.tsv")
+    fp32 = trained["probabilities"]
+    assert probabilities.shape == fp32.shape
+    np.testing.assert_allclose(probabilities, fp32, atol=0.02)
+    assert not np.array_equal(probabilities, fp32)  # it did compute in bfloat16
+    clear = np.abs(fp32[:, 1] - fp32[:, 0]) > 0.05
+    np.testing.assert_array_equal(probabilities[clear].argmax(1), fp32[clear].argmax(1))
 
 
 # ----------------------------------------------------------------- 2 replicas

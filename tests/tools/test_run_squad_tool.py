@@ -20,6 +20,7 @@ from them, and a tiny BERT (2 layers, hidden 32). Contexts are longer than
 
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -171,6 +172,34 @@ def test_squad_v1_trains_predicts_and_prints_the_official_scores(files, runs):
     scores = json.loads(lines[0])
     assert list(scores) == ["exact_match", "f1"]  # evaluate-v1.1.py's line
     assert 0.0 <= scores["exact_match"] <= scores["f1"] <= 100.0
+
+
+def test_squad_predict_in_bf16_gives_the_float32_logits_within_bf16_rounding(files, runs,
+                                                                            tmp_path):
+    # --mixed_precision=bf16 with --do_predict alone: the fine-tuned model
+    # computes in bfloat16; the n-best candidates keep their float32 logits
+    # within bf16 rounding, and the answers stay the same.
+    output_dir = tmp_path / "bf16"
+    shutil.copytree(runs["v1.1"]["dir"], output_dir)
+    for name in ("predictions.json", "nbest_predictions.json"):
+        os.remove(output_dir / name)
+    rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(
+        files, output_dir, do_train="False", mixed_precision="bf16"))
+    assert rc == 0, err[-4000:]
+    fp32 = _read_json(runs["v1.1"]["dir"] / "nbest_predictions.json")
+    bf16 = _read_json(output_dir / "nbest_predictions.json")
+    assert list(bf16) == list(fp32)
+    differences, same_answer = [], 0
+    for qid, entries in fp32.items():
+        by_text = {e["text"]: e for e in bf16[qid]}
+        for e in entries:
+            if e["text"] in by_text:
+                differences += [abs(by_text[e["text"]][k] - e[k])
+                                for k in ("start_logit", "end_logit")]
+        same_answer += bf16[qid][0]["text"] == entries[0]["text"]
+    assert differences and max(differences) < 0.1, max(differences)
+    assert 0 < max(differences)  # it did compute in bfloat16
+    assert same_answer >= 0.8 * len(fp32), (same_answer, len(fp32))
 
 
 def test_squad_v2_writes_null_odds_and_prints_the_official_scores(files, runs):
