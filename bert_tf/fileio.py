@@ -169,6 +169,12 @@ def expand_files(patterns, flag="input_file", allow_directories=False):
         # from a trailing comma) matches nothing and is skipped.
         if not pattern:
             continue
+        if (not any(c in pattern for c in "*?[") and not is_remote(pattern)
+                and os.path.isfile(pattern)):
+            # An existing local file without glob characters is its own only
+            # match (as tf.io.gfile.glob returns it), found without TensorFlow.
+            files.append(pattern)
+            continue
         # The original globbed with tf.gfile.Glob; its order is kept (it
         # decides the order of the documents create_pretraining_data reads).
         import tensorflow as tf

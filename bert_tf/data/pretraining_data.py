@@ -213,24 +213,9 @@ def expand_input_patterns(patterns):
     silently skipped it), as is a directory.
 
     A name without glob characters that is an existing local file is its
-    own only match (as `tf.io.gfile.glob` returns it), so it is taken as it
-    is, without importing TensorFlow; everything else goes through
-    `fileio.expand_files`.
+    own only match, found without importing TensorFlow.
     """
-    if isinstance(patterns, str):
-        patterns = patterns.split(",")
-    files = []
-    for pattern in patterns:
-        if not pattern:
-            continue
-        if (not any(c in pattern for c in "*?[") and not fileio.is_remote(pattern)
-                and os.path.isfile(pattern)):
-            files.append(pattern)
-        else:
-            files.extend(fileio.expand_files([pattern], flag="input_file"))
-    if not files:
-        return fileio.expand_files(patterns, flag="input_file")  # its error for no input
-    return files
+    return fileio.expand_files(patterns, flag="input_file")
 
 
 # --------------------------------------------------------------------------
