@@ -277,8 +277,10 @@ def test_only_one_host_of_a_tpu_writes():
 
 
 def _mirrored_child(output_dir):
-    """Runs in the child: 1 device vs 2 replicas with 2 accumulation micro-batches each."""
+    """Runs in the child: 1 device vs 2 replicas with 2 accumulation micro-batches each, and
+    vs 2 replicas with use_xla."""
     from bert_tf import training
+    from bert_tf.training import steps
     from tests.test_pretraining import BATCH_SIZE, MAX_PREDICTIONS, SEQ_LENGTH
     from tests.test_pretraining import in_memory_dataset_fn, random_batches, tiny_config
     from tests.test_pretraining import write_init_checkpoint
@@ -287,12 +289,18 @@ def _mirrored_child(output_dir):
     init = write_init_checkpoint(tiny_config(), os.path.join(output_dir, "init", "ckpt"))
     batches = random_batches(3, seed=11)
     results = {}
-    for name, strategy, accumulation in (
-            ("one_device", distribute.get_strategy("off"), 1),
-            ("mirrored_acc2", distribute.get_strategy("mirrored"), 2)):
+    mirrored = distribute.get_strategy("mirrored")
+    # Several CPU replicas cannot compile the update (steps.whole_step_compiles):
+    # with --use_xla they compile the forward and backward pass only.
+    assert not steps.whole_step_compiles(mirrored)
+    assert steps.whole_step_compiles(distribute.get_strategy("off"))
+    for name, strategy, accumulation, use_xla in (
+            ("one_device", distribute.get_strategy("off"), 1, False),
+            ("mirrored_acc2", mirrored, 2, False),
+            ("mirrored_xla", mirrored, 1, True)):
         trainer = training.Trainer(
             strategy, PretrainingTask(tiny_config(), SEQ_LENGTH, MAX_PREDICTIONS),
-            os.path.join(output_dir, name))
+            os.path.join(output_dir, name), use_xla=use_xla)
         history = trainer.train(in_memory_dataset_fn(batches), BATCH_SIZE, 3, 1e-3, 1,
                                 init_checkpoint=init, iterations_per_loop=3,
                                 num_accumulation_steps=accumulation)
@@ -318,15 +326,16 @@ def test_mirrored_two_devices_equal_one_device_for_the_same_global_batch(tmp_pat
     with open(tmp_path / "results.json") as f:
         results = json.load(f)
     assert results["one_device"]["replicas"] == 1
-    assert results["mirrored_acc2"]["replicas"] == 2
-    np.testing.assert_allclose(results["mirrored_acc2"]["losses"],
-                               results["one_device"]["losses"], atol=REPLICA_ATOL)
     one = checkpoint.read_checkpoint(str(tmp_path / "one_device" / "model.ckpt-3"))
-    two = checkpoint.read_checkpoint(str(tmp_path / "mirrored_acc2" / "model.ckpt-3"))
-    assert set(one) == set(two)
-    for name in sorted(one):
-        np.testing.assert_allclose(two[name], one[name], atol=REPLICA_ATOL, rtol=REPLICA_ATOL,
-                                   err_msg=name)
+    for run in ("mirrored_acc2", "mirrored_xla"):
+        assert results[run]["replicas"] == 2
+        np.testing.assert_allclose(results[run]["losses"], results["one_device"]["losses"],
+                                   atol=REPLICA_ATOL, err_msg=run)
+        two = checkpoint.read_checkpoint(str(tmp_path / run / "model.ckpt-3"))
+        assert set(one) == set(two)
+        for name in sorted(one):
+            np.testing.assert_allclose(two[name], one[name], atol=REPLICA_ATOL,
+                                       rtol=REPLICA_ATOL, err_msg="%s: %s" % (run, name))
 
 
 # ----------------------------------------------------------------- MultiWorkerMirroredStrategy
