@@ -203,6 +203,23 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, "%s: error: %s\n" % (self.prog, message))
 
 
+def apply_mode(args, modes, names_at_least_one, parser):
+    """Fills the flags left None from `modes["quick" if args.quick else "full"]`, then
+    refuses (one line, `parser.error`) any of `names_at_least_one` below 1."""
+    for name, value in modes["quick" if args.quick else "full"].items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    for name in names_at_least_one:
+        if getattr(args, name) < 1:
+            parser.error("--%s must be at least 1, got %d" % (name, getattr(args, name)))
+
+
+def no_peer_note(peer):
+    """The table note for a peer that was not measured for want of the peers' venv."""
+    return ("%s not measured: no peers interpreter (bench/.peers/bin/python or "
+            "--peer_python); `bash bench/setup_peers.sh .venv/bin/python` makes one" % peer)
+
+
 def fail(message):
     """Ends a benchmark that cannot run: one line on stderr, exit code 1."""
     sys.stderr.write("%s: %s\n" % (os.path.basename(sys.argv[0]), message))

@@ -50,12 +50,8 @@ def parse_args(argv=None):
                         "overrides the mode's")
     parser.add_argument("--warmup", type=int, help="untimed calls each; overrides the mode's")
     args = parser.parse_args(argv)
-    for name, value in MODES["quick" if args.quick else "full"].items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-    for name in ("seq_length", "batch_size", "rounds", "iters", "warmup"):
-        if getattr(args, name) < 1:
-            parser.error("--%s must be at least 1, got %d" % (name, getattr(args, name)))
+    benchlib.apply_mode(args, MODES, ("seq_length", "batch_size", "rounds", "iters", "warmup"),
+                        parser)
     if not os.path.isfile(args.bert_config_file):
         parser.error("--bert_config_file: no such file: %s" % args.bert_config_file)
     return args

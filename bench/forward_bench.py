@@ -154,8 +154,7 @@ def _start_workers(args, notes):
         python = sys.executable
         if impl == "keras_hub":
             if not args.peer_python:
-                note = ("keras-hub not measured: no peers interpreter (bench/.peers/bin/python "
-                        "or --peer_python); `bash bench/setup_peers.sh .venv/bin/python` makes one")
+                note = benchlib.no_peer_note("keras-hub")
                 if note not in notes:
                     notes.append(note)
                 continue
@@ -306,15 +305,10 @@ def parse_args(argv=None):
     parser.add_argument("--impl", choices=sorted(VARIANTS), help="internal (worker)")
     parser.add_argument("--precision", choices=["fp32", "bf16"], help="internal (worker)")
     args = parser.parse_args(argv)
-    for name, value in MODES["quick" if args.quick else "full"].items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
     if not 1 <= args.seq_length <= BASE["max_position_embeddings"]:
         parser.error("--seq_length must be in [1, %d], got %d"
                      % (BASE["max_position_embeddings"], args.seq_length))
-    for name in ("batch_size", "rounds", "iters"):
-        if getattr(args, name) < 1:
-            parser.error("--%s must be at least 1, got %d" % (name, getattr(args, name)))
+    benchlib.apply_mode(args, MODES, ("batch_size", "rounds", "iters"), parser)
     if args.warmup < 1:
         parser.error("--warmup must be at least 1 (the first call traces), got %d" % args.warmup)
     if args.peer_python and not os.path.exists(args.peer_python):

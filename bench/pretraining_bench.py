@@ -130,8 +130,7 @@ def _start(args, precision, notes):
         python = sys.executable
         if impl == "model_garden":
             if not args.peer_python:
-                note = ("Model Garden not measured: no peers interpreter (bench/.peers/bin/python "
-                        "or --peer_python); `bash bench/setup_peers.sh .venv/bin/python` makes one")
+                note = benchlib.no_peer_note("Model Garden")
                 if note not in notes:
                     notes.append(note)
                 continue
@@ -265,12 +264,8 @@ def parse_args(argv=None):
     parser.add_argument("--precision", choices=["fp32", "bf16"], help="internal (worker)")
     parser.add_argument("--use_xla", action="store_true", help="internal (worker)")
     args = parser.parse_args(argv)
-    for name, value in MODES["quick" if args.quick else "full"].items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-    for name in ("batch_size", "rounds", "steps", "warmup", "max_predictions_per_seq"):
-        if getattr(args, name) < 1:
-            parser.error("--%s must be at least 1, got %d" % (name, getattr(args, name)))
+    benchlib.apply_mode(args, MODES, ("batch_size", "rounds", "steps", "warmup",
+                                      "max_predictions_per_seq"), parser)
     if not 2 <= args.seq_length <= 512:
         parser.error("--seq_length must be in [2, 512], got %d" % args.seq_length)
     if args.max_predictions_per_seq >= args.seq_length:
