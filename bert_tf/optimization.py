@@ -332,13 +332,14 @@ class AdamWeightDecay(_BertOptimizer):
         self.assign(v, next_v)
 
 
-# One XLA-compiled update per variable shape. Op by op, each elementwise step
+# The update of one variable, compiled by XLA (one trace serves every shape,
+# reduce_retracing; XLA compiles each shape it meets). Op by op, each elementwise step
 # of the update reads and writes a whole tensor (about 20 passes over the 110M
 # parameters of BERT-base per step); compiled, it is one loop over memory, in
 # any graph (a step compiled as a whole inlines it). The arithmetic is the
 # original's, in its order; XLA contracts a multiply and an add into one fused
 # multiply-add (one rounding instead of two).
-@tf.function(jit_compile=True, autograph=False)
+@tf.function(jit_compile=True, autograph=False, reduce_retracing=True)
 def _adam_weight_decay_update(param, m, v, grad, lr, beta_1, beta_2, epsilon,
                               weight_decay_rate):
     """(next param, next m, next v) of the original's update (values in, values out)."""

@@ -592,3 +592,18 @@ def test_update_is_the_originals_float32_ops_within_fused_multiply_add_rounding(
                 expected, (8, 2, 2)):
             ulps = np.abs(got - want) / np.spacing(scale)
             assert ulps.max() <= max_ulps, ulps.max()
+
+
+def test_update_is_not_retraced_for_every_variable_shape():
+    # One compiled update serves every shape (XLA compiles per shape itself):
+    # no "triggered tf.function retracing" warning for models with many shapes.
+    update = optimization._adam_weight_decay_update  # pylint: disable=protected-access
+    before = update.experimental_get_tracing_count()
+    shapes = [(3,), (5, 6), (7, 8), (9,), (10, 11), (12, 13), (14,), (15, 16)]
+    variables = [keras.Variable(np.ones(s, np.float32), name="v%d" % i)
+                 for i, s in enumerate(shapes)]
+    optimizer = optimization.create_optimizer(0.1, 10, 0)
+    optimizer.build(variables)
+    optimizer.apply([tf.ones(s) for s in shapes], variables)
+    # At most one trace with weight decay and one without.
+    assert update.experimental_get_tracing_count() - before <= 2
