@@ -214,10 +214,16 @@ def apply_mode(args, modes, names_at_least_one, parser):
             parser.error("--%s must be at least 1, got %d" % (name, getattr(args, name)))
 
 
-def no_peer_note(peer):
-    """The table note for a peer that was not measured for want of the peers' venv."""
-    return ("%s not measured: no peers interpreter (bench/.peers/bin/python or "
+def peer_interpreter(peer_python, peer, notes):
+    """`peer_python`, or None when there is none: then the table note saying that
+    `peer` was not measured for want of the peers' venv is added to `notes` (once)."""
+    if peer_python:
+        return peer_python
+    note = ("%s not measured: no peers interpreter (bench/.peers/bin/python or "
             "--peer_python); `bash bench/setup_peers.sh .venv/bin/python` makes one" % peer)
+    if note not in notes:
+        notes.append(note)
+    return None
 
 
 def fail(message):

@@ -153,12 +153,9 @@ def _start_workers(args, notes):
             continue
         python = sys.executable
         if impl == "keras_hub":
-            if not args.peer_python:
-                note = benchlib.no_peer_note("keras-hub")
-                if note not in notes:
-                    notes.append(note)
+            python = benchlib.peer_interpreter(args.peer_python, "keras-hub", notes)
+            if python is None:
                 continue
-            python = args.peer_python
         argv = [python, os.path.abspath(__file__), "--role=worker", "--impl=" + impl,
                 "--precision=" + prec, "--seq_length=%d" % args.seq_length,
                 "--batch_size=%d" % args.batch_size, "--warmup=%d" % args.warmup]

@@ -129,12 +129,9 @@ def _start(args, precision, notes):
     for impl, use_xla in PROCESSES:
         python = sys.executable
         if impl == "model_garden":
-            if not args.peer_python:
-                note = benchlib.no_peer_note("Model Garden")
-                if note not in notes:
-                    notes.append(note)
+            python = benchlib.peer_interpreter(args.peer_python, "Model Garden", notes)
+            if python is None:
                 continue
-            python = args.peer_python
         argv = [python, os.path.abspath(__file__), "--role=worker", "--impl=" + impl,
                 "--precision=" + precision, "--bert_config_file=" + args.bert_config_file,
                 "--batch_size=%d" % args.batch_size, "--seq_length=%d" % args.seq_length,

@@ -55,7 +55,7 @@ def open_file(path, mode="r", encoding="utf-8", newline=None):
     return open(path, mode, encoding=encoding, newline=newline)
 
 
-def _remove_quietly(path):
+def remove_quietly(path):
     try:
         if is_remote(path):
             import tensorflow as tf
@@ -94,7 +94,7 @@ def atomic_write(path, mode="w", encoding="utf-8", newline=None):
             yield f
         rename(tmp, path)
     finally:
-        _remove_quietly(tmp)
+        remove_quietly(tmp)
 
 
 def write_text(path, text):

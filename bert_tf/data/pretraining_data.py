@@ -1128,7 +1128,7 @@ class RoundRobinWriter(object):
                 pass
         self._writers = []
         for tmp in self._tmp_files:
-            fileio._remove_quietly(tmp)  # pylint: disable=protected-access
+            fileio.remove_quietly(tmp)
 
 
 class _Progress(object):
