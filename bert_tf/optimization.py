@@ -37,6 +37,7 @@ Checkpoint slots: `optimizer.get_slot_variables(variable)` returns
 original's `global_step`.
 """
 
+import collections
 import re
 
 from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
@@ -259,9 +260,13 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         # it returns them as they are). The update steps come right after.
         grads_and_vars = list(super()._all_reduce_sum_gradients(grads_and_vars))
         if self.global_clipnorm:
-            grads, _ = clip_by_global_norm([g for g, _ in grads_and_vars], self.global_clipnorm)
+            grads = self._clip_summed_gradients([g for g, _ in grads_and_vars])
             grads_and_vars = [(g, v) for g, (_, v) in zip(grads, grads_and_vars)]
         return grads_and_vars
+
+    def _clip_summed_gradients(self, grads):
+        """The summed gradients clipped by global norm, as `update_step` takes them."""
+        return clip_by_global_norm(grads, self.global_clipnorm)[0]
 
     @staticmethod
     def _dense(gradient, variable):
@@ -315,21 +320,94 @@ class AdamWeightDecay(_BertOptimizer):
         super().__init__(learning_rate, weight_decay_rate, beta_1, beta_2, epsilon,
                          exclude_from_weight_decay, name, **kwargs)
 
+    def _clip_summed_gradients(self, grads):
+        # Port note: the original clips with tf.clip_by_global_norm, which
+        # writes every clipped gradient (g * scale) before the update reads it
+        # again. Here the global norm and the scale are the same, but the
+        # multiply by the scale happens in each variable's compiled update
+        # (`update_step`): the same float32 product, one pass over memory
+        # fewer. Sparse (IndexedSlices) gradients are scaled first, as there,
+        # so their repeated rows are summed after scaling, as there.
+        scale = clip_scale(grads, self.global_clipnorm)
+        clipped = []
+        for g in grads:
+            if g is None:
+                clipped.append(None)
+            elif isinstance(g, tf.IndexedSlices):
+                values = g.values * tf.cast(scale, g.values.dtype)
+                clipped.append(_ScaledGradient(
+                    tf.IndexedSlices(values, g.indices, g.dense_shape), None))
+            else:
+                clipped.append(_ScaledGradient(g, scale))
+        return clipped
+
     def update_step(self, gradient, variable, learning_rate):
         m, v, use_weight_decay = self._slots(variable)
+        scale = None
+        if isinstance(gradient, _ScaledGradient):
+            gradient, scale = gradient
         grad = self._dense(gradient, variable)
+        if scale is None:
+            scale = 1.0
         lr = tf.cast(learning_rate, variable.dtype)
         weight_decay_rate = self.weight_decay_rate if use_weight_decay else None
-        # Read here (under tf.distribute, this device's copy of each).
+        # Under tf.distribute this runs once per device, with `variable` that
+        # device's copy; the slots are found by the same device.
+        local = [_local_copy(x, variable) for x in (variable, m, v)]
+        if all(x is not None for x in local):
+            # In place: the compiled update reads and writes the variables.
+            _adam_weight_decay_apply(*local, grad, scale, lr, self.beta_1, self.beta_2,
+                                     self.epsilon, weight_decay_rate)
+            return
+        # Values in, values out (a strategy whose copies are not found by
+        # device): Keras assigns the results.
         param, m_value, v_value = (tf.convert_to_tensor(x) for x in (variable, m, v))
         next_param, next_m, next_v = _adam_weight_decay_update(
-            param, m_value, v_value, grad, lr, self.beta_1, self.beta_2, self.epsilon,
+            param, m_value, v_value, grad, scale, lr, self.beta_1, self.beta_2, self.epsilon,
             weight_decay_rate)
-        # Assigned here, as Keras assigns (under tf.distribute, to this
-        # device's copy); each new value's buffer becomes the variable's.
         self.assign(variable, next_param)
         self.assign(m, next_m)
         self.assign(v, next_v)
+
+
+def clip_scale(grads, clip_norm):
+    """The factor `tf.clip_by_global_norm(grads, clip_norm)` multiplies every gradient by.
+
+    clip_norm / max(global_norm, clip_norm), in its float32 ops; NaN when the
+    norm is not finite, so a non-finite gradient poisons the update as there.
+    None entries are left out of the norm.
+    """
+    norm = tf.linalg.global_norm([g for g in grads if g is not None])
+    clip_norm = tf.convert_to_tensor(clip_norm, norm.dtype)
+    scale_for_finite = clip_norm * tf.minimum(1.0 / norm, tf.constant(1.0, norm.dtype) / clip_norm)
+    return scale_for_finite + (norm - norm)
+
+
+# A summed gradient and the clip factor still to apply to it (None: none). A
+# namedtuple, so tf.distribute passes it through `extended.update` per device.
+_ScaledGradient = collections.namedtuple("_ScaledGradient", ["gradient", "scale"])
+
+
+def _local_copy(variable, device_variable):
+    """The plain `tf.Variable` behind `variable` on `device_variable`'s device, or None.
+
+    One device: the variable itself. Under MirroredStrategy (where
+    `strategy.extended.update` hands the update each device's copy of the model
+    variable, while the slots stay mirrored): the copy on that device.
+    """
+    if isinstance(variable, keras.Variable):
+        variable = variable.value
+    if isinstance(variable, tf.distribute.DistributedValues):
+        for component in variable.values:
+            if component.device == device_variable.device:
+                variable = component
+                break
+        else:
+            return None
+    if isinstance(variable, tf.distribute.DistributedValues) or not isinstance(
+            variable, tf.Variable):
+        return None
+    return variable
 
 
 # The update of one variable, compiled by XLA (one trace serves every shape,
@@ -338,11 +416,13 @@ class AdamWeightDecay(_BertOptimizer):
 # parameters of BERT-base per step); compiled, it is one loop over memory, in
 # any graph (a step compiled as a whole inlines it). The arithmetic is the
 # original's, in its order; XLA contracts a multiply and an add into one fused
-# multiply-add (one rounding instead of two).
-@tf.function(jit_compile=True, autograph=False, reduce_retracing=True)
-def _adam_weight_decay_update(param, m, v, grad, lr, beta_1, beta_2, epsilon,
-                              weight_decay_rate):
+# multiply-add (one rounding instead of two). `scale` is the global-norm clip
+# factor (1.0: none).
+def _adam_weight_decay_step(param, m, v, grad, scale, lr, beta_1, beta_2, epsilon,
+                            weight_decay_rate):
     """(next param, next m, next v) of the original's update (values in, values out)."""
+    # The clipped gradient, as tf.clip_by_global_norm's `g * scale`.
+    grad = grad * scale
     # Standard Adam update.
     next_m = beta_1 * m + (1.0 - beta_1) * grad
     next_v = beta_2 * v + (1.0 - beta_2) * tf.square(grad)
@@ -357,6 +437,22 @@ def _adam_weight_decay_update(param, m, v, grad, lr, beta_1, beta_2, epsilon,
         update += weight_decay_rate * param
 
     return param - lr * update, next_m, next_v
+
+
+_adam_weight_decay_update = tf.function(
+    _adam_weight_decay_step, jit_compile=True, autograph=False, reduce_retracing=True)
+
+
+@tf.function(jit_compile=True, autograph=False, reduce_retracing=True)
+def _adam_weight_decay_apply(param, m, v, grad, scale, lr, beta_1, beta_2, epsilon,
+                             weight_decay_rate):
+    """The same update on the variables themselves, written in place."""
+    next_param, next_m, next_v = _adam_weight_decay_step(
+        param.read_value(), m.read_value(), v.read_value(), grad, scale, lr, beta_1, beta_2,
+        epsilon, weight_decay_rate)
+    param.assign(next_param)
+    m.assign(next_m)
+    v.assign(next_v)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

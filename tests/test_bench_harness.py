@@ -283,3 +283,18 @@ def test_forward_bench_bad_flags_are_one_line_errors():
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, argv
         assert len(proc.stderr.strip().splitlines()) == 1, (argv, proc.stderr)
+
+
+def test_optimizer_bench_variables_are_the_pretraining_models():
+    # The optimizer benchmark times the update of exactly the variables (names
+    # and shapes) that pre-training trains, so its weight-decay exclusions and
+    # sizes are the real ones.
+    from bench import optimizer_bench
+    from bert_tf import pretraining
+    from tests.test_pretraining import tiny_config
+    config = tiny_config()
+    model = pretraining.BertPretrainer(config)
+    model.build()
+    want = sorted((v.path, tuple(v.shape)) for v in model.trainable_variables)
+    got = sorted(optimizer_bench.variable_shapes(config.to_dict()))
+    assert got == want
