@@ -15,6 +15,7 @@ from keras import ops
 from bert_tf import activations
 from bert_tf.config import BertConfig
 from bert_tf.layers.dense import BertDense
+from bert_tf.layers.dropout import Dropout
 from bert_tf.layers.initializers import create_initializer
 from bert_tf.layers.initializers import float32_variables_dtype
 from bert_tf.layers.initializers import layer_norm
@@ -246,7 +247,7 @@ class ClassifierHead(keras.layers.Layer):
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
         self.dropout_rate = dropout_rate
-        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.dropout = Dropout(dropout_rate)
         self.build()
 
     def build(self, input_shape=None):

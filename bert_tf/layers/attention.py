@@ -7,6 +7,7 @@ import keras
 from keras import ops
 
 from bert_tf.layers.dense import BertDense
+from bert_tf.layers.dropout import Dropout
 from bert_tf.layers.initializers import create_initializer
 from bert_tf.layers.initializers import layer_norm
 
@@ -60,7 +61,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.query = _dense(hidden_size, initializer_range, "query")
         self.key = _dense(hidden_size, initializer_range, "key")
         self.value = _dense(hidden_size, initializer_range, "value")
-        self.dropout = keras.layers.Dropout(attention_probs_dropout_prob)
+        self.dropout = Dropout(attention_probs_dropout_prob)
 
     def build(self, input_shape=None):
         for dense in (self.query, self.key, self.value):
@@ -122,7 +123,7 @@ class BertDenseResidualNorm(keras.layers.Layer):
         self.hidden_dropout_prob = hidden_dropout_prob
         self.initializer_range = initializer_range
         self.dense = _dense(hidden_size, initializer_range, "dense")
-        self.dropout = keras.layers.Dropout(hidden_dropout_prob)
+        self.dropout = Dropout(hidden_dropout_prob)
         self.layer_norm = layer_norm("LayerNorm")
 
     def build(self, input_shape=None):

@@ -4,6 +4,7 @@ from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before ker
 import keras
 from keras import ops
 
+from bert_tf.layers.dropout import Dropout
 from bert_tf.layers.initializers import create_initializer
 from bert_tf.layers.initializers import float32_variables_dtype
 from bert_tf.layers.initializers import layer_norm
@@ -43,7 +44,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.hidden_dropout_prob = hidden_dropout_prob
         self.initializer_range = initializer_range
         self.layer_norm = layer_norm("LayerNorm")
-        self.dropout = keras.layers.Dropout(hidden_dropout_prob)
+        self.dropout = Dropout(hidden_dropout_prob)
         # Under mixed precision the lookups read the float32 tables and only
         # the looked-up rows are cast (as keras.layers.Embedding does), rather
         # than casting the whole [vocab_size, hidden_size] table every call.

@@ -1,0 +1,77 @@
+"""Dropout with a mask of 16 random bits per element (the original: `tf.nn.dropout`).
+
+The original drops with `tf.nn.dropout(x, 1.0 - rate)`: each element is
+kept with probability 1 - rate and scaled by 1 / (1 - rate). Keras's Dropout
+draws one float per element for that, and on a CPU drawing the numbers is most
+of the layer's cost (BERT-base draws about 38M a step, most of them for the
+attention probabilities). Here one 32-bit Philox word gives the masks of two
+elements: an element is kept when its 16 bits are at least round(rate *
+65536), so the rate is the requested one to within 1 / 131072 (0.1 becomes
+0.100006). The scale is the original's 1 / (1 - rate), in the input's dtype
+as Keras's.
+
+Port note: the random stream differs from the original's anyway (TF1's
+stateful generator cannot be reproduced); the kept fraction is the original's
+to within 1 / 131072.
+"""
+
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
+import keras
+import tensorflow as tf
+
+_LEVELS = 1 << 16
+
+
+def drop_threshold(rate):
+    """The 16-bit value below which an element is dropped: round(rate * 65536)."""
+    return min(max(int(round(float(rate) * _LEVELS)), 0), _LEVELS)
+
+
+def _int32_seed(seed):
+    # Keras keeps seeds in int64 variables; stateless ops take int32 (as
+    # Keras's own TensorFlow dropout casts them).
+    seed = tf.convert_to_tensor(seed)
+    if seed.dtype == tf.int32:
+        return seed
+    return tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
+
+
+def keep_mask(shape, rate, seed):
+    """A bool Tensor of `shape`: True with probability 1 - drop_threshold(rate) / 65536.
+
+    Args:
+      shape: 1-D int Tensor or list, the mask's shape.
+      rate: float in [0, 1], the drop probability.
+      seed: [2] int Tensor, a stateless seed.
+    """
+    shape = tf.convert_to_tensor(shape, tf.int32)
+    threshold = drop_threshold(rate)
+    if threshold >= _LEVELS:
+        return tf.zeros(shape, tf.bool)
+    size = tf.reduce_prod(shape)
+    words = tf.random.stateless_uniform(tf.reshape((size + 1) // 2, [1]), _int32_seed(seed),
+                                        minval=None, maxval=None, dtype=tf.uint32)
+    halves = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:size]
+    return tf.reshape(halves >= tf.constant(threshold, tf.uint16), shape)
+
+
+def dropout(inputs, rate, seed):
+    """`inputs` with each element kept (and scaled by 1 / (1 - rate)) or zeroed."""
+    if rate >= 1.0 or drop_threshold(rate) >= _LEVELS:
+        return tf.zeros_like(inputs)
+    scale = tf.constant(1.0 / (1.0 - float(rate)), inputs.dtype)
+    return tf.where(keep_mask(tf.shape(inputs), rate, seed), inputs * scale,
+                    tf.zeros([], inputs.dtype))
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class Dropout(keras.layers.Dropout):
+    """`keras.layers.Dropout` with the 16-bit mask of `dropout` (same arguments, same config).
+
+    With a `noise_shape` it is Keras's own layer.
+    """
+
+    def call(self, inputs, training=False):
+        if not training or self.rate <= 0 or self.noise_shape is not None:
+            return super().call(inputs, training=training)
+        return dropout(inputs, self.rate, self.seed_generator.next())
