@@ -72,6 +72,7 @@ its records equal ours after deterministic re-serialization.
 import array
 import bisect
 import gc
+import glob
 import hashlib
 import itertools
 import os
@@ -1163,10 +1164,55 @@ class _Progress(object):
 _WORKER = {}
 
 
-def _init_worker(tokenizer, vocab_file, vocab_info, options):
+def _init_worker(tokenizer, vocab_file, vocab_info, options, spool=None):
     _WORKER["cached"] = CachedTokenizer(tokenizer, vocab_file)
     _WORKER["vocab_info"] = vocab_info
     _WORKER["options"] = options
+    _WORKER["spool"] = spool
+
+
+def _spool_name(output_files):
+    """The prefix of the files that workers hand their records over in, or None.
+
+    Beside the first output (`<output>.tmp-<pid>-part-...`), on its file
+    system, so they take no memory; None for a remote output (the records
+    then come back through the pool's pipe).
+    """
+    if fileio.is_remote(output_files[0]):
+        return None
+    return fileio.temporary_name(output_files[0]) + "-part"
+
+
+def _hand_over(framed, spool, name):
+    """A worker's framed records, as the bytes themselves or the name of a file holding them.
+
+    A pipe moves a result in 64 KB pieces, each a wake-up of the reading
+    process, and copies it four times; through a file it costs the writer
+    one write and the reader one read (with two workers on two cores, about
+    a tenth of the wall time).
+    """
+    if spool is None:
+        return framed
+    path = "%s-%s" % (spool, name)
+    with open(path, "wb") as f:
+        f.write(framed)
+    return path
+
+
+def _take_over(result):
+    """The framed bytes of `_hand_over`'s result (its file removed)."""
+    if isinstance(result, bytes):
+        return result
+    with open(result, "rb") as f:
+        framed = f.read()
+    os.remove(result)
+    return framed
+
+
+def _remove_spooled(spool):
+    if spool is not None:
+        for path in glob.glob(glob.escape(spool) + "-*"):
+            fileio.remove_quietly(path)
 
 
 def _process_shard(task):
@@ -1176,7 +1222,9 @@ def _process_shard(task):
                                             _WORKER["vocab_info"], _WORKER["options"])
     # Framed here (the CRCs), so the process that writes only copies bytes.
     lengths = array.array("I", [len(r) + 16 for r in records])
-    return shard_index, num_documents, tfrecord.frame_records(records), lengths.tobytes()
+    framed = _hand_over(tfrecord.frame_records(records), _WORKER.get("spool"),
+                        "%d" % shard_index)
+    return shard_index, num_documents, framed, lengths.tobytes()
 
 
 def generate_shard(shard_index, raw_documents, cached_tokenizer, vocab_info, options):
@@ -1271,7 +1319,8 @@ def generate_shard_split(shard_index, raw_documents, cached_tokenizer, vocab_inf
     num_units = o["dupe_factor"] * num_documents
     num_runs = min(num_units, 4 * num_workers)
     cuts = [num_units * k // num_runs for k in range(num_runs + 1)]
-    _WORKER["split"] = {"documents": documents, "vocab_info": vocab_info, "options": o}
+    _WORKER["split"] = {"documents": documents, "vocab_info": vocab_info, "options": o,
+                        "spool": _WORKER.get("spool"), "shard_index": shard_index}
     # The workers inherit the documents; frozen, the garbage collector of a
     # worker never writes to (and so copies) their pages.
     gc.freeze()
@@ -1295,6 +1344,7 @@ def generate_shard_split(shard_index, raw_documents, cached_tokenizer, vocab_inf
         lengths = array.array("I")
         for result, expected_word in pending:
             framed, lengths_bytes, next_word = result.get()
+            framed = _take_over(framed)
             if next_word != expected_word:
                 raise RuntimeError("internal error: a run of units ended elsewhere in the "
                                    "random stream than planned")
@@ -1331,7 +1381,9 @@ def _generate_units(first, last, state):
     for unit in range(first, last):
         generator.instances_from_document(documents, unit % num_documents, records.append)
     lengths = array.array("I", [len(r) + 16 for r in records])
-    return tfrecord.frame_records(records), lengths.tobytes(), rng.getrandbits(32)
+    framed = _hand_over(tfrecord.frame_records(records), split["spool"],
+                        "%d-%d" % (split["shard_index"], first))
+    return framed, lengths.tobytes(), rng.getrandbits(32)
 
 
 def _can_split_shards(o):
@@ -1571,6 +1623,7 @@ def _run_sharded(input_files, output_files, tokenizer, vocab_file, vocab_info, o
                  o["random_seed"])
     _log_outputs(output_files)
     writer = RoundRobinWriter(output_files, vocab_info)
+    spool = _spool_name(output_files) if num_workers > 1 else None
     pool = None
     num_documents = 0
     num_shards = 0
@@ -1583,7 +1636,7 @@ def _run_sharded(input_files, output_files, tokenizer, vocab_file, vocab_info, o
             shards = itertools.chain(head, shards)
         if len(head) < num_workers and head:
             # Fewer shards than workers: the workers share each shard instead.
-            _init_worker(tokenizer, vocab_file, vocab_info, o)
+            _init_worker(tokenizer, vocab_file, vocab_info, o, spool)
             results = (_split_shard(shard, num_workers) for shard in head)
         elif num_workers == 1:
             _init_worker(tokenizer, vocab_file, vocab_info, o)
@@ -1592,12 +1645,12 @@ def _run_sharded(input_files, output_files, tokenizer, vocab_file, vocab_info, o
             import multiprocessing  # pylint: disable=g-import-not-at-top
             context = multiprocessing.get_context("fork")
             pool = context.Pool(num_workers, initializer=_init_worker,
-                                initargs=(tokenizer, vocab_file, vocab_info, o))
+                                initargs=(tokenizer, vocab_file, vocab_info, o, spool))
             results = _ordered_bounded(pool, _process_shard, shards, 2 * num_workers)
         for _, shard_documents, framed, lengths_bytes in results:
             lengths = array.array("I")
             lengths.frombytes(lengths_bytes)
-            writer.write_framed(framed, lengths)
+            writer.write_framed(_take_over(framed), lengths)
             num_documents += shard_documents
             num_shards += 1
             progress.update(writer.total_written, ", %d shards" % num_shards)
@@ -1613,6 +1666,7 @@ def _run_sharded(input_files, output_files, tokenizer, vocab_file, vocab_info, o
             pool.terminate()
             pool.join()
         _WORKER.clear()
+        _remove_spooled(spool)
     return {"instances": writer.total_written, "documents": num_documents,
             "mode": "sharded", "shards": num_shards}
 

@@ -127,3 +127,42 @@ def test_fewer_shards_than_workers_gives_the_same_files(corpus):
         results[workers] = [lib.read_records(f) for f in files]
     assert results[1] == results[3]
     assert sum(len(r) for r in results[1]) > 100
+
+
+@pytest.mark.parametrize("documents_per_shard", [40, 10 ** 6])
+def test_workers_hand_over_through_files_that_are_removed(corpus, tmp_path,
+                                                          documents_per_shard):
+    # Two workers (several shards, and one shard they share) hand their records
+    # to the writing process through files beside the output: the records are
+    # those of one worker, and nothing is left beside the output.
+    tokenizer = tokenization.FullTokenizer(corpus["vocab"])
+    records = {}
+    for workers in (1, 2):
+        out = tmp_path / ("w%d" % workers)
+        out.mkdir()
+        stats = pd.create_pretraining_data(
+            corpus["files"], [str(out / "data.tfrecord")], tokenizer, dupe_factor=2,
+            max_seq_length=64, max_predictions_per_seq=10, num_workers=workers,
+            documents_per_shard=documents_per_shard)
+        assert sorted(os.listdir(out)) == ["data.tfrecord"]
+        records[workers] = lib.read_records(str(out / "data.tfrecord"))
+    assert (stats["shards"] == 1) == (documents_per_shard > 1000)
+    assert records[1] == records[2] and len(records[1]) > 100
+
+
+def test_a_failing_worker_leaves_nothing_beside_the_output(corpus, tmp_path, monkeypatch):
+    tokenizer = tokenization.FullTokenizer(corpus["vocab"])
+    real = pd.generate_shard
+
+    def fails_on_shard_2(shard_index, *args):
+        if shard_index == 2:
+            raise RuntimeError("shard 2 failed")
+        return real(shard_index, *args)
+
+    monkeypatch.setattr(pd, "generate_shard", fails_on_shard_2)  # the forked workers see it
+    with pytest.raises(RuntimeError, match="shard 2 failed"):
+        pd.create_pretraining_data(corpus["files"], [str(tmp_path / "data.tfrecord")],
+                                   tokenizer, dupe_factor=2, max_seq_length=64,
+                                   max_predictions_per_seq=10, num_workers=2,
+                                   documents_per_shard=20)
+    assert os.listdir(tmp_path) == []
