@@ -117,7 +117,7 @@ class RngPlanner(object):
 
     Args:
       rng: a `random.Random` in the state right after the shard's document
-        shuffle (it is advanced; pass a copy).
+        shuffle (only read).
       documents: the shard's documents after the shuffle (lists of token-id
         segments, none empty); only their lengths are read.
       max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob:
@@ -128,7 +128,7 @@ class RngPlanner(object):
 
     def __init__(self, rng, documents, max_seq_length, max_predictions_per_seq,
                  masked_lm_prob, short_seq_prob, vocab_size):
-        self._source = rng
+        self._source = _Mt19937Words(rng)
         self._sums = []
         for document in documents:
             prefix = [0]
@@ -172,14 +172,14 @@ class RngPlanner(object):
         codes = [self._codes[keep:]]
         self._base += keep
         while self._base + len(words) < self.position + need:
-            self._snapshots.append((self._end, self._source.getstate()))
-            raw = self._source.getrandbits(32 * _CHUNK_WORDS).to_bytes(4 * _CHUNK_WORDS, "little")
+            self._snapshots.append((self._end, self._source.snapshot()))
+            raw = self._source.words(_CHUNK_WORDS)
             chunk = array.array("I")
-            chunk.frombytes(raw)
+            chunk.frombytes(raw.tobytes())
             if chunk.itemsize != 4:
                 raise RuntimeError("array('I') is not 32-bit on this platform")
             words += chunk
-            codes.append(self._alphabet.encode(np.frombuffer(raw, "<u4")))
+            codes.append(self._alphabet.encode(raw))
             self._end += _CHUNK_WORDS
         codes = "".join(codes)
         if self.position > self._base:  # a jump past the words drawn so far
@@ -230,7 +230,7 @@ class RngPlanner(object):
                 break
             start, state = snapshot
         rng = random.Random()
-        rng.setstate(state)
+        rng.setstate(_Mt19937Words.python_state(state))
         advance_words(rng, position - start)
         return rng.getstate()
 
@@ -376,6 +376,43 @@ class RngPlanner(object):
             self._token = "(?:%s.|%s.(?:%s.|%s.%s%s))" % (
                 _one(a08), _one(r08), _one(a05), _one(r05), _star(rv), _one(av))
         return re.compile(self._token * count, re.DOTALL)
+
+
+class _Mt19937Words(object):
+    """The 32-bit words a `random.Random` would draw next, made by NumPy's MT19937.
+
+    CPython's `random.Random` is MT19937 with 32-bit outputs; NumPy's
+    `MT19937` bit generator, set to the same 624 words and position, gives
+    the same outputs (`random_raw`), about 3x faster than
+    `getrandbits(32 * n)` and its int-to-bytes conversion.
+
+    Args:
+      rng: a `random.Random` (its state is read, not advanced).
+    """
+
+    def __init__(self, rng):
+        version, internal, _ = rng.getstate()
+        if version != 3 or len(internal) != 625:
+            raise ValueError("not a Mersenne Twister state of random.Random")
+        self._generator = np.random.MT19937()
+        self._generator.state = {"bit_generator": "MT19937",
+                                 "state": {"key": np.array(internal[:624], np.uint32),
+                                           "pos": internal[624]}}
+
+    def words(self, count):
+        """The next `count` words, a little-endian uint32 array."""
+        return self._generator.random_raw(count).astype("<u4")
+
+    def snapshot(self):
+        """The state before the next word, for `python_state`."""
+        state = self._generator.state["state"]
+        return state["key"].copy(), int(state["pos"])
+
+    @staticmethod
+    def python_state(snapshot):
+        """A `snapshot` as a `random.Random.setstate` argument."""
+        key, pos = snapshot
+        return 3, tuple(int(k) for k in key) + (pos,), None
 
 
 def _truncated_lengths(len_a, len_b, excess):
