@@ -173,6 +173,51 @@ class Worker:
         self._stderr.close()
 
 
+def time_worker_rounds(workers, rounds, steps, failures, log=False):
+    """Starts `workers`, alternates `rounds` timing requests between them, closes them.
+
+    Args:
+      workers: list of (key, Worker), in round-0 order; each child serves
+        {"cmd": "time", "steps": n} with {"seconds_per_step": s} (see serve()).
+      rounds, steps: rounds of one request each, of `steps` steps.
+      failures: list that each failed start or request is appended to (that
+        worker then drops out, its rounds so far with it).
+      log: whether to print each round's figure on stderr.
+
+    Returns:
+      (infos {key: what the child reported when ready}, times {key: [[s], ...]
+      one entry a round, for the workers that answered every round}).
+    """
+    live, infos = [], {}
+    for key, w in workers:
+        try:
+            infos[key] = w.ready()
+            live.append((key, w))
+        except WorkerError as e:
+            failures.append(str(e))
+            w.close()
+    times = {key: [] for key, _ in live}
+    try:
+        for r in range(rounds):
+            for key, w in alternating_order(live, r):
+                if key not in times:
+                    continue
+                try:
+                    reply = w.request(cmd="time", steps=steps)
+                except WorkerError as e:
+                    failures.append(str(e))
+                    del times[key]
+                    continue
+                times[key].append([reply["seconds_per_step"]])
+                if log:
+                    print("round %d %s: %.3f s/step" % (r, w.name, reply["seconds_per_step"]),
+                          file=sys.stderr)
+    finally:
+        for _, w in live:
+            w.close()
+    return infos, {key: t for key, t in times.items() if t}
+
+
 def serve(info, handle):
     """The child side of a Worker: reports `info` (a dict), then answers requests.
 

@@ -155,7 +155,7 @@ def worker(args):
 
 
 def drive(args):
-    notes, failures, workers, infos = [], [], [], {}
+    notes, failures, workers = [], [], []
     for impl in IMPLS:
         python = sys.executable
         env = benchlib.child_env(CUDA_VISIBLE_DEVICES="")
@@ -167,28 +167,10 @@ def drive(args):
                                      CUDA_VISIBLE_DEVICES="")
         argv = [python, os.path.abspath(__file__), "--role=worker", "--impl=" + impl,
                 "--bert_config_file=" + args.bert_config_file, "--warmup=%d" % args.warmup]
-        w = benchlib.Worker(impl, argv, env, REPO)
-        try:
-            infos[impl] = w.ready()
-            workers.append((impl, w))
-        except benchlib.WorkerError as e:
-            failures.append(str(e))
-            w.close()
-    times = {impl: [] for impl, _ in workers}
-    for r in range(args.rounds):
-        for impl, w in benchlib.alternating_order(workers, r):
-            if impl not in times:
-                continue
-            try:
-                reply = w.request(cmd="time", steps=args.steps)
-                times[impl].append([reply["seconds_per_step"]])
-            except benchlib.WorkerError as e:
-                failures.append(str(e))
-                del times[impl]
-    for _, w in workers:
-        w.close()
+        workers.append((impl, benchlib.Worker(impl, argv, env, REPO)))
+    infos, times = benchlib.time_worker_rounds(workers, args.rounds, args.steps, failures)
     rows = [dict(impl=impl, info=infos[impl], **benchlib.summarize(rounds))
-            for impl, rounds in times.items() if rounds]
+            for impl, rounds in times.items()]
     report(args, rows, notes, failures)
     return 1 if failures else 0
 

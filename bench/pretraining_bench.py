@@ -151,33 +151,11 @@ def drive(args):
     notes, failures, rows = [], [], []
     for precision in args.precisions:
         # One precision at a time: three BERT-base training processes fit in memory.
-        live, infos = [], {}
-        for key, w in _start(args, precision, notes):
-            try:
-                infos[key] = w.ready()
-                live.append((key, w))
-            except benchlib.WorkerError as e:
-                failures.append(str(e))
-                w.close()
-        times = {key: [] for key, _ in live}
-        for r in range(args.rounds):
-            for key, w in benchlib.alternating_order(live, r):
-                if key not in times:
-                    continue
-                try:
-                    reply = w.request(cmd="time", steps=args.steps)
-                    times[key].append([reply["seconds_per_step"]])
-                    print("round %d %s: %.3f s/step" % (r, w.name, reply["seconds_per_step"]),
-                          file=sys.stderr)
-                except benchlib.WorkerError as e:
-                    failures.append(str(e))
-                    del times[key]
-        for _, w in live:
-            w.close()
+        infos, times = benchlib.time_worker_rounds(_start(args, precision, notes), args.rounds,
+                                                   args.steps, failures, log=True)
         for key, rounds in times.items():
-            if rounds:
-                rows.append(dict(impl=key[0], prec=key[1], xla=key[2], info=infos[key],
-                                 **benchlib.summarize(rounds)))
+            rows.append(dict(impl=key[0], prec=key[1], xla=key[2], info=infos[key],
+                             **benchlib.summarize(rounds)))
     report(args, rows, notes, failures)
     return 1 if failures else 0
 

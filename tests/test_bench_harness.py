@@ -246,6 +246,34 @@ def test_worker_round_trip_and_errors(tmp_path):
     crash.close()
 
 
+def test_time_worker_rounds_alternates_and_drops_failing_workers(tmp_path):
+    child = tmp_path / "timer.py"
+    child.write_text(textwrap.dedent("""\
+        import sys
+        sys.path.insert(0, %r)
+        import benchlib
+        name = sys.argv[1]
+        calls = []
+        def handle(request):
+            calls.append(request["steps"])
+            if name == "flaky" and len(calls) == 2:
+                raise RuntimeError("second round failed")
+            return {"seconds_per_step": 0.5 * len(calls)}
+        benchlib.serve({"name": name}, handle)
+        """ % os.path.join(REPO_ROOT, "bench")))
+    workers = [(key, benchlib.Worker(key, [sys.executable, str(child), key]))
+               for key in ("steady", "flaky")]
+    workers.append(("dead", benchlib.Worker("dead", [sys.executable, "-c", "raise SystemExit(3)"])))
+    failures = []
+    infos, times = benchlib.time_worker_rounds(workers, 3, 4, failures)
+    assert infos == {"steady": {"name": "steady"}, "flaky": {"name": "flaky"}}
+    # A worker that fails a request loses its row (its rounds would not alternate).
+    assert times == {"steady": [[0.5], [1.0], [1.5]]}
+    assert len(failures) == 2
+    assert "dead exited with code 3" in failures[0]
+    assert "flaky: RuntimeError: second round failed" in failures[1]
+
+
 # --- forward_bench.py: ratios against the fastest peer of the same precision ----------------
 
 def test_forward_bench_table_ratios_and_goals(capsys):
