@@ -259,6 +259,15 @@ def apply_mode(args, modes, names_at_least_one, parser):
             parser.error("--%s must be at least 1, got %d" % (name, getattr(args, name)))
 
 
+def parse_precisions(value, parser):
+    """`--precisions` ("fp32,bf16") as a list; an unknown one is a `parser.error`."""
+    precisions = [p for p in value.split(",") if p]
+    for p in precisions:
+        if p not in ("fp32", "bf16"):
+            parser.error("--precisions: unknown precision %r (fp32, bf16)" % p)
+    return precisions
+
+
 def peer_interpreter(peer_python, peer, notes):
     """`peer_python`, or None when there is none: then the table note saying that
     `peer` was not measured for want of the peers' venv is added to `notes` (once)."""

@@ -310,13 +310,10 @@ def parse_args(argv=None):
         parser.error("--warmup must be at least 1 (the first call traces), got %d" % args.warmup)
     if args.peer_python and not os.path.exists(args.peer_python):
         parser.error("--peer_python: no such interpreter: %s" % args.peer_python)
-    args.precisions = [p for p in args.precisions.split(",") if p]
+    args.precisions = benchlib.parse_precisions(args.precisions, parser)
     args.implementations = [i for i in args.implementations.split(",") if i]
     if args.skip_original:
         args.implementations = [i for i in args.implementations if i != "original"]
-    for p in args.precisions:
-        if p not in ("fp32", "bf16"):
-            parser.error("--precisions: unknown precision %r (fp32, bf16)" % p)
     for i in args.implementations:
         if i not in VARIANTS:
             parser.error("--implementations: unknown implementation %r (%s)"

@@ -249,10 +249,7 @@ def parse_args(argv=None):
         parser.error("--bert_config_file: no such file: %s" % args.bert_config_file)
     if args.peer_python and not os.path.exists(args.peer_python):
         parser.error("--peer_python: no such interpreter: %s" % args.peer_python)
-    args.precisions = [p for p in args.precisions.split(",") if p]
-    for p in args.precisions:
-        if p not in ("fp32", "bf16"):
-            parser.error("--precisions: unknown precision %r (fp32, bf16)" % p)
+    args.precisions = benchlib.parse_precisions(args.precisions, parser)
     return args
 
 

@@ -335,20 +335,17 @@ class AdamWeightDecay(_BertOptimizer):
                 clipped.append(None)
             elif isinstance(g, tf.IndexedSlices):
                 values = g.values * tf.cast(scale, g.values.dtype)
-                clipped.append(_ScaledGradient(
-                    tf.IndexedSlices(values, g.indices, g.dense_shape), None))
+                clipped.append(tf.IndexedSlices(values, g.indices, g.dense_shape))
             else:
                 clipped.append(_ScaledGradient(g, scale))
         return clipped
 
     def update_step(self, gradient, variable, learning_rate):
         m, v, use_weight_decay = self._slots(variable)
-        scale = None
+        scale = 1.0  # no clip, or a sparse gradient already scaled
         if isinstance(gradient, _ScaledGradient):
             gradient, scale = gradient
         grad = self._dense(gradient, variable)
-        if scale is None:
-            scale = 1.0
         lr = tf.cast(learning_rate, variable.dtype)
         weight_decay_rate = self.weight_decay_rate if use_weight_decay else None
         # Under tf.distribute this runs once per device, with `variable` that
@@ -383,7 +380,7 @@ def clip_scale(grads, clip_norm):
     return scale_for_finite + (norm - norm)
 
 
-# A summed gradient and the clip factor still to apply to it (None: none). A
+# A summed dense gradient and the clip factor still to apply to it. A
 # namedtuple, so tf.distribute passes it through `extended.update` per device.
 _ScaledGradient = collections.namedtuple("_ScaledGradient", ["gradient", "scale"])
 
@@ -404,10 +401,7 @@ def _local_copy(variable, device_variable):
                 break
         else:
             return None
-    if isinstance(variable, tf.distribute.DistributedValues) or not isinstance(
-            variable, tf.Variable):
-        return None
-    return variable
+    return variable if isinstance(variable, tf.Variable) else None
 
 
 # The update of one variable, compiled by XLA (one trace serves every shape,

@@ -1253,11 +1253,7 @@ def generate_shard(shard_index, raw_documents, cached_tokenizer, vocab_info, opt
     records = []
     if documents:
         rng = random.Random(shard_seed(o["random_seed"], shard_index))
-        generator = InstanceGenerator(
-            rng, vocab_info, ExampleSerializer(o["max_seq_length"], o["max_predictions_per_seq"],
-                                               vocab_info.max_id),
-            o["max_seq_length"], o["max_predictions_per_seq"], o["masked_lm_prob"],
-            o["short_seq_prob"], o["do_whole_word_mask"])
+        generator = _new_generator(rng, vocab_info, o)
         _generate(generator, documents, o["dupe_factor"], records.append)
         generator.shuffle(records)
     return len(documents), records
@@ -1278,6 +1274,7 @@ def _tokenize_documents(raw_documents, cached_tokenizer):
 
 
 def _new_generator(rng, vocab_info, o):
+    """The `InstanceGenerator` of the options `o` (the original flags), serializing."""
     return InstanceGenerator(
         rng, vocab_info, ExampleSerializer(o["max_seq_length"], o["max_predictions_per_seq"],
                                            vocab_info.max_id),
@@ -1574,11 +1571,7 @@ def _run_exact(input_files, output_files, tokenizer, vocab_file, vocab_info, o,
                  sum(len(d) for d in documents))
 
     rng = random.Random(o["random_seed"])
-    generator = InstanceGenerator(
-        rng, vocab_info,
-        ExampleSerializer(o["max_seq_length"], o["max_predictions_per_seq"], vocab_info.max_id),
-        o["max_seq_length"], o["max_predictions_per_seq"], o["masked_lm_prob"],
-        o["short_seq_prob"], o["do_whole_word_mask"])
+    generator = _new_generator(rng, vocab_info, o)
     spill_dir = None  # a remote output spills to the system's temporary directory
     if "://" not in output_files[0]:
         spill_dir = os.path.dirname(os.path.abspath(output_files[0]))

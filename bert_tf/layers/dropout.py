@@ -57,7 +57,7 @@ def keep_mask(shape, rate, seed):
 
 def dropout(inputs, rate, seed):
     """`inputs` with each element kept (and scaled by 1 / (1 - rate)) or zeroed."""
-    if rate >= 1.0 or drop_threshold(rate) >= _LEVELS:
+    if drop_threshold(rate) >= _LEVELS:  # rate 1 (or within 1 / 131072 of it)
         return tf.zeros_like(inputs)
     scale = tf.constant(1.0 / (1.0 - float(rate)), inputs.dtype)
     return tf.where(keep_mask(tf.shape(inputs), rate, seed), inputs * scale,
