@@ -1307,9 +1307,7 @@ def generate_shard_split(shard_index, raw_documents, cached_tokenizer, vocab_inf
     rng = random.Random(shard_seed(o["random_seed"], shard_index))
     generator = _new_generator(rng, vocab_info, o)
     generator.shuffle_documents(documents)
-    planner_rng = random.Random()
-    planner_rng.setstate(rng.getstate())
-    planner = rng_plan.RngPlanner(planner_rng, documents, o["max_seq_length"],
+    planner = rng_plan.RngPlanner(rng, documents, o["max_seq_length"],
                                   o["max_predictions_per_seq"], o["masked_lm_prob"],
                                   o["short_seq_prob"], len(vocab_info.vocab_ids))
     num_documents = len(documents)
