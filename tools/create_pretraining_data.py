@@ -15,8 +15,10 @@ instances in the same order as the original. `--num_workers=N` (N > 1) or
 `--documents_per_shard=D` switch to sharded mode: shards of D documents each
 get their own seed, run in N processes, and memory stays bounded; the output
 then depends on the seed and D, never on N (see bert_tf/data/pretraining_data.py).
-With fewer shards than workers (a corpus of fewer than D documents), the N
-processes share each shard. Local files are read and written without
+Without --documents_per_shard, D comes from the corpus: 10,000, or a 16th of a
+corpus of fewer than 160,000 documents (at least 64), so that a small corpus
+has shards for the workers too. With fewer shards than workers (a corpus of
+fewer than 64 documents a worker), the N processes share each shard. Local files are read and written without
 importing TensorFlow.
 
 `--runner=DirectRunner|DataflowRunner|FlinkRunner|SparkRunner` runs sharded
@@ -73,8 +75,8 @@ flags.DEFINE_float(
 flags.DEFINE_integer(
     "num_workers", 1,
     "Worker processes. 1 (default) = exact mode, the original's output. "
-    "N > 1 implies sharded mode (--documents_per_shard, default %d)."
-    % 10000)
+    "N > 1 implies sharded mode (--documents_per_shard; by default 10000, or for "
+    "a corpus of fewer than 160000 documents a 16th of them, at least 64).")
 flags.DEFINE_integer(
     "documents_per_shard", 0,
     "0 (default) = exact mode: all documents in memory, the original's output. "

@@ -237,13 +237,16 @@ class _PlanShards(beam.DoFn):
         shards = []
         with _RecordUserErrors(self._files):
             decode_stats = pd._DecodeStats()  # pylint: disable=protected-access
+            documents_per_shard = (self._documents_per_shard or
+                                   pd.default_documents_per_shard(self._input_files))
             # Every shard's byte ranges (a few tuples each), so that an
             # input error stops the run before any shard is generated.
-            shards = list(pd.plan_shards(self._input_files, self._documents_per_shard,
+            shards = list(pd.plan_shards(self._input_files, documents_per_shard,
                                          decode_stats))
             _write_json(self._files.path(_PLAN_FILE),
                         {"shards": len(shards), "bad_lines": decode_stats.bad_lines,
-                         "first_bad": decode_stats.first_bad})
+                         "first_bad": decode_stats.first_bad,
+                         "documents_per_shard": documents_per_shard})
         if not _failed(self._files):
             for shard in shards:
                 yield shard
@@ -401,7 +404,8 @@ def create_pretraining_data_beam(input_files, output_files, vocab_file, do_lower
         random_seed, dupe_factor, masked_lm_prob, short_seq_prob,
         do_whole_word_mask: as for `pretraining_data.create_pretraining_data`.
       vocab_file, do_lower_case: the `FullTokenizer` that every worker builds.
-      documents_per_shard: int, D; 0 = `DEFAULT_DOCUMENTS_PER_SHARD`.
+      documents_per_shard: int, D; 0 = `pretraining_data.default_documents_per_shard`
+        of the input, found by the worker that plans.
       runner: str, the Beam runner.
       beam_args: list of str, Beam's own pipeline options.
       run_id: str, names the run's temporary files; random by default.
@@ -420,15 +424,14 @@ def create_pretraining_data_beam(input_files, output_files, vocab_file, do_lower
     output_files = pd.check_files(input_files, output_files)
     from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
     pd.VocabInfo(tokenization.FullTokenizer(vocab_file, do_lower_case), vocab_file)
-    documents_per_shard = documents_per_shard or pd.DEFAULT_DOCUMENTS_PER_SHARD
     options, runner_object = pipeline_options(runner, beam_args)
     files = _RunFiles(output_files, run_id or uuid.uuid4().hex[:12])
     start = time.perf_counter()
     logging.info("*** Reading from input files ***")
     for input_file in input_files:
         logging.info("  %s", input_file)
-    logging.info("Beam (%s): %d documents per shard; shard k uses seed shard_seed(%d, k)",
-                 runner, documents_per_shard, random_seed)
+    logging.info("Beam (%s): %s documents per shard; shard k uses seed shard_seed(%d, k)",
+                 runner, documents_per_shard or "the corpus's default number of", random_seed)
     pd._log_outputs(output_files)  # pylint: disable=protected-access
     flags = dict(max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
                  random_seed=random_seed, dupe_factor=dupe_factor, masked_lm_prob=masked_lm_prob,
@@ -464,6 +467,8 @@ def create_pretraining_data_beam(input_files, output_files, vocab_file, do_lower
     decode_stats.bad_lines = plan.get("bad_lines", 0)
     decode_stats.first_bad = plan.get("first_bad")
     pd._warn_decode(decode_stats)  # pylint: disable=protected-access
+    if "documents_per_shard" in plan:
+        logging.info("%d shard(s) of %d documents", plan["shards"], plan["documents_per_shard"])
     logging.info("Wrote %d total instances", summary["instances"])
     stats = dict(summary, mode="beam", seconds=time.perf_counter() - start)
     logging.info("%d instances from %d documents in %.1fs (%.0f instances/s)",

@@ -36,7 +36,9 @@ Modes:
   document shuffle and the random-next draws need all of them; the serialized
   instances are buffered for the final shuffle, in memory up to
   `record_buffer_bytes` and in a temporary spill file beyond.
-* sharded (`documents_per_shard=D > 0`, implied by `num_workers > 1`): the
+* sharded (`documents_per_shard=D > 0`, implied by `num_workers > 1` with D
+  from the corpus, `default_documents_per_shard`: 10,000, or a 16th of a
+  corpus of fewer than 160,000 documents, at least 64): the
   document stream (same document boundaries as the original) is cut into
   shards of D consecutive documents (counted before tokenization, so a
   document that tokenizes to nothing still counts); shard k runs the same
@@ -48,8 +50,11 @@ Modes:
   exact mode's output for seed `shard_seed(random_seed, 0)`). Memory is
   bounded by the shards in flight (about 2 * num_workers), `num_workers`
   processes work in parallel, and the output depends on `random_seed` and D
-  only, never on `num_workers`. Workers frame their records (the CRCs), so
-  the writing process only copies bytes.
+  only, never on `num_workers` (the default D depends on the corpus, never
+  on `num_workers`). The smaller D, the fewer documents a random next
+  sentence comes from and the shorter the span the instances are shuffled
+  over; a larger D (or exact mode) widens both. Workers frame their records
+  (the CRCs), so the writing process only copies bytes.
 * sharded, fewer shards than workers (e.g. a corpus smaller than D
   documents): the workers share each shard (`generate_shard_split`). The
   units of a shard (one `instances_from_document` per dupe pass and
@@ -1487,7 +1492,67 @@ def output_file_names(output_file, num_output_files=0):
             for i in range(num_output_files)]
 
 
+# Sharded mode's shard size when none is given: DEFAULT_DOCUMENTS_PER_SHARD
+# documents, or for a corpus of fewer than DEFAULT_SHARDS such shards, a
+# DEFAULT_SHARDS-th of its documents (never under MIN_DOCUMENTS_PER_SHARD).
 DEFAULT_DOCUMENTS_PER_SHARD = 10000
+DEFAULT_SHARDS = 16
+MIN_DOCUMENTS_PER_SHARD = 64
+
+# What str.strip() removes among the ASCII bytes (bytes.strip() keeps \x1c-\x1f).
+_ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+
+
+def count_documents(input_files, limit=None):
+    """The documents of the input stream (`iter_raw_documents`' boundaries), up to `limit`.
+
+    Reads bytes and decodes only the lines that start with a non-ASCII byte
+    once stripped: any other line is blank exactly when it is all ASCII
+    whitespace. Stops reading at the `limit`-th document.
+    """
+    count = 0
+    in_document = False
+    for input_file in input_files:
+        with _open_binary(input_file) as f:
+            pending = b""
+            while True:
+                block = f.read(_READ_BLOCK_BYTES)
+                if block:
+                    lines = (pending + block).split(b"\n")
+                    pending = lines.pop()
+                else:
+                    # `iter_lines` ends a file at a last line that decodes to
+                    # nothing once its "\r"s are dropped.
+                    lines = [pending] if _decode_line(pending, input_file, 0, None) else []
+                for raw in lines:
+                    stripped = raw.strip(_ASCII_SPACE)
+                    if stripped and stripped[0] >= 0x80:
+                        stripped = raw.decode("utf-8", "ignore").strip()
+                    if not stripped:
+                        in_document = False
+                    elif not in_document:
+                        in_document = True
+                        count += 1
+                        if limit is not None and count >= limit:
+                            return count
+                if not block:
+                    break
+    return count
+
+
+def default_documents_per_shard(input_files):
+    """Sharded mode's D when none is given, from the corpus (never from the workers).
+
+    DEFAULT_DOCUMENTS_PER_SHARD (10,000), or for a corpus of fewer than
+    DEFAULT_SHARDS (16) times that, a 16th of its documents rounded up and
+    at least MIN_DOCUMENTS_PER_SHARD (64): a small corpus still has shards
+    for up to 16 workers to run apart. Reads the input up to its 160,000th
+    document.
+    """
+    limit = DEFAULT_SHARDS * DEFAULT_DOCUMENTS_PER_SHARD
+    num_documents = count_documents(input_files, limit)
+    return min(DEFAULT_DOCUMENTS_PER_SHARD,
+               max(MIN_DOCUMENTS_PER_SHARD, -(-num_documents // DEFAULT_SHARDS)))
 
 
 def create_pretraining_data(input_files, output_files, tokenizer, vocab_file="vocab_file",
@@ -1510,7 +1575,8 @@ def create_pretraining_data(input_files, output_files, tokenizer, vocab_file="vo
       num_workers: int, worker processes. > 1 implies sharded mode.
       documents_per_shard: int; 0 = exact mode (the original's output); D > 0
         = sharded mode with shards of D documents (see the module docstring).
-        With num_workers > 1 and 0 here, DEFAULT_DOCUMENTS_PER_SHARD is used.
+        With num_workers > 1 and 0 here, `default_documents_per_shard(input_files)`
+        (10,000, or a 16th of a smaller corpus, at least 64).
       record_buffer_bytes: int, exact mode's in-memory budget for serialized
         instances before they spill to a temporary file.
 
@@ -1526,7 +1592,9 @@ def create_pretraining_data(input_files, output_files, tokenizer, vocab_file="vo
     output_files = check_files(input_files, output_files)
     vocab_info = VocabInfo(tokenizer, vocab_file)
     if num_workers > 1 and not documents_per_shard:
-        documents_per_shard = DEFAULT_DOCUMENTS_PER_SHARD
+        documents_per_shard = default_documents_per_shard(input_files)
+        logging.info("--documents_per_shard not given: %d for this corpus",
+                     documents_per_shard)
     start = time.perf_counter()
 
     logging.info("*** Reading from input files ***")

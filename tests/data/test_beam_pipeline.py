@@ -175,6 +175,8 @@ def test_output_file_names():
 
 @pytest.mark.parametrize("name,num_outputs,kwargs", [
     ("three_outputs", 3, dict(SMALL, documents_per_shard=40)),
+    # No --documents_per_shard: both take the size from the corpus (64 here).
+    ("default_shards", 2, dict(SMALL)),
     ("wwm_small_shards", 4, dict(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
                                  short_seq_prob=0.5, random_seed=5, do_whole_word_mask=True,
                                  documents_per_shard=7)),

@@ -406,6 +406,71 @@ def test_sharded_mode_is_independent_of_num_workers(corpus, workdir):
     assert records[1] == records[2]
 
 
+def test_num_workers_alone_shards_a_small_corpus_by_its_size(corpus, workdir):
+    """--num_workers=N without --documents_per_shard: D from the corpus, never from N."""
+    out = os.path.join(workdir, "default_shards")
+    os.makedirs(out, exist_ok=True)
+    files = pd.expand_input_patterns(corpus["all"].split(","))
+    documents = sum(1 for _ in pd.iter_raw_documents(files))
+    default = pd.default_documents_per_shard(files)
+    assert 4 * 64 > documents > 64 and default == 64  # a small corpus: shards of 64
+    records = {}
+    for workers, shard in ((2, 0), (3, 0), (1, default)):
+        flags = {"input_file": corpus["all"], "output_file": "%s/w%d.tfrecord" % (out, workers),
+                 "vocab_file": corpus["vocab"], "dupe_factor": 2, "max_seq_length": 64,
+                 "max_predictions_per_seq": 10}
+        stats = _run_ours(flags, num_workers=workers, documents_per_shard=shard)
+        assert stats["mode"] == "sharded"
+        assert stats["shards"] == -(-documents // 64)
+        records[workers] = lib.read_records(flags["output_file"])
+    assert records[2] == records[3] == records[1] and len(records[2]) > 100
+
+
+def test_count_documents_sees_the_documents_sharded_mode_reads(tmp_path, monkeypatch):
+    """The count behind the default shard size: iter_raw_documents' boundaries exactly.
+
+    Blank means blank once decoded (undecodable bytes dropped) and stripped:
+    Unicode spaces, \\x1c-\\x1f and a last line of "\\r"s included; files are
+    one stream; lines cross read blocks.
+    """
+    pieces = [b"a", b"x y", b" ", b"\t", b"\r", b"\n", b"\n\n", b"\x0b", b"\x1c", b"\x00",
+              b"\xc2\xa0", b"\xe3\x80\x80", b"\xe2\x80\xa8", b"\xc2\x85", b"\x85", b"\xff",
+              b"\xc3\xa9"]
+    rnd = random.Random(0)
+    checked = 0
+    for trial in range(400):
+        files = []
+        for k in range(rnd.randint(1, 3)):
+            path = tmp_path / ("t%d_%d.txt" % (trial, k))
+            path.write_bytes(b"".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 40))))
+            files.append(str(path))
+        monkeypatch.setattr(pd, "_READ_BLOCK_BYTES", rnd.choice([1, 2, 5, 1 << 16]))
+        try:
+            expected = sum(1 for _ in pd.iter_raw_documents(files))
+        except UserError:  # a file of blank lines only: the reading pass says so
+            continue
+        assert pd.count_documents(files) == expected, [open(f, "rb").read() for f in files]
+        limit = rnd.randint(1, 4)
+        assert pd.count_documents(files, limit) == min(limit, expected)
+        checked += expected > 1
+    assert checked > 100
+
+
+def test_default_shard_size_is_a_16th_of_a_small_corpus(tmp_path, monkeypatch):
+    def corpus(num_documents):
+        path = tmp_path / ("c%d.txt" % num_documents)
+        path.write_text("".join("line %d.\nmore.\n\n" % i for i in range(num_documents)))
+        return [str(path)]
+    assert pd.default_documents_per_shard(corpus(10)) == 64
+    assert pd.default_documents_per_shard(corpus(1030)) == 65   # ceil(1030 / 16)
+    assert pd.default_documents_per_shard(corpus(3000)) == 188
+    # At 16 shards of DEFAULT_DOCUMENTS_PER_SHARD the count stops: that size.
+    monkeypatch.setattr(pd, "DEFAULT_DOCUMENTS_PER_SHARD", 100)
+    assert pd.default_documents_per_shard(corpus(1500)) == 94
+    assert pd.default_documents_per_shard(corpus(3000)) == 100
+    assert pd.default_documents_per_shard(corpus(3000) + ["/no/such/file"]) == 100
+
+
 def test_one_shard_is_the_exact_algorithm_with_the_shard_seed(corpus, workdir):
     """A shard runs the original algorithm with seed shard_seed(random_seed, k)."""
     out = os.path.join(workdir, "one_shard")
