@@ -24,7 +24,8 @@ processes of one precision are alive together, and `--rounds` rounds alternate
 between them (the order reversed every other round), one host loop of
 `--steps` steps per row and round. A row's figure is the median over rounds of
 the seconds per step, its spread the min-max over rounds, its ratio against
-Model Garden in the same precision.
+Model Garden in the same precision. `--quick` (what `make bench` runs) leaves
+out the `--use_xla` rows (`--xla=both` puts them back).
 """
 
 import os
@@ -39,7 +40,10 @@ import benchlib  # noqa: E402
 
 BERT_BASE = os.path.join(REPO, "configs", "uncased_L-12_H-768_A-12.json")
 PEERS_PYTHON = os.path.join(REPO, "bench", ".peers", "bin", "python")
-MODES = {"quick": dict(rounds=2, steps=2, warmup=2), "full": dict(rounds=4, steps=5, warmup=2)}
+# Quick mode leaves out the --use_xla processes (slower on a CPU, and each
+# compiles for about 45 s) and spends that time on a third round instead.
+MODES = {"quick": dict(rounds=3, steps=2, warmup=2, xla="off"),
+         "full": dict(rounds=4, steps=5, warmup=2, xla="both")}
 # (implementation, use_xla): the processes of each precision, in this order.
 PROCESSES = [("bert_tf", False), ("bert_tf", True), ("model_garden", False)]
 LABELS = {"bert_tf": "bert_tf Trainer + PretrainingTask",
@@ -124,9 +128,15 @@ def worker(args):
         benchlib.serve(info, handle)
 
 
+def processes(args):
+    """The (implementation, use_xla) processes of a precision: PROCESSES, without XLA's
+    under `--xla=off`."""
+    return [(impl, use_xla) for impl, use_xla in PROCESSES if args.xla == "both" or not use_xla]
+
+
 def _start(args, precision, notes):
     workers = []
-    for impl, use_xla in PROCESSES:
+    for impl, use_xla in processes(args):
         python = sys.executable
         if impl == "model_garden":
             python = benchlib.peer_interpreter(args.peer_python, "Model Garden", notes)
@@ -219,7 +229,7 @@ def parse_args(argv=None):
                                      description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="%(rounds)d rounds x %(steps)d steps, "
-                      "%(warmup)d warm-up" % MODES["quick"])
+                      "%(warmup)d warm-up, no --use_xla rows" % MODES["quick"])
     mode.add_argument("--full", action="store_true", help="%(rounds)d rounds x %(steps)d steps, "
                       "%(warmup)d warm-up (the default)" % MODES["full"])
     parser.add_argument("--bert_config_file", default=BERT_BASE)
@@ -231,6 +241,9 @@ def parse_args(argv=None):
                         "mode's")
     parser.add_argument("--warmup", type=int, help="untimed steps per row; overrides the mode's")
     parser.add_argument("--precisions", default="fp32,bf16", help="fp32, bf16 or both")
+    parser.add_argument("--xla", choices=["off", "both"], help="bert_tf without --use_xla "
+                        "only (off) or with and without (both); overrides the mode's "
+                        "(quick: off, full: both)")
     parser.add_argument("--peer_python", default=PEERS_PYTHON if os.path.exists(PEERS_PYTHON)
                         else None, help="the interpreter that has tf-models-official "
                         "(default: bench/.peers/bin/python)")

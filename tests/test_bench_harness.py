@@ -313,6 +313,17 @@ def test_forward_bench_bad_flags_are_one_line_errors():
         assert len(proc.stderr.strip().splitlines()) == 1, (argv, proc.stderr)
 
 
+def test_pretraining_bench_quick_leaves_out_the_xla_processes():
+    from bench import pretraining_bench
+    assert pretraining_bench.processes(pretraining_bench.parse_args(["--quick"])) == [
+        ("bert_tf", False), ("model_garden", False)]
+    assert pretraining_bench.processes(pretraining_bench.parse_args([])) == (
+        pretraining_bench.PROCESSES)
+    both = pretraining_bench.parse_args(["--quick", "--xla=both"])
+    assert pretraining_bench.processes(both) == pretraining_bench.PROCESSES
+    assert len(pretraining_bench.PROCESSES) == 3
+
+
 def test_optimizer_bench_variables_are_the_pretraining_models():
     # The optimizer benchmark times the update of exactly the variables (names
     # and shapes) that pre-training trains, so its weight-decay exclusions and
