@@ -18,8 +18,8 @@ then depends on the seed and D, never on N (see bert_tf/data/pretraining_data.py
 Without --documents_per_shard, D comes from the corpus: 10,000, or a 16th of a
 corpus of fewer than 160,000 documents (at least 64), so that a small corpus
 has shards for the workers too. With fewer shards than workers (a corpus of
-fewer than 64 documents a worker), the N processes share each shard. Local files are read and written without
-importing TensorFlow.
+fewer than 64 documents a worker), the N processes share each shard. Local
+files are read and written without importing TensorFlow.
 
 `--runner=DirectRunner|DataflowRunner|FlinkRunner|SparkRunner` runs sharded
 mode on Apache Beam (`pip install bert_tf[beam]`) and writes the same files as
