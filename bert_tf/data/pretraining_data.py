@@ -159,13 +159,31 @@ def iter_lines_at(input_file, decode_stats=None, start=0, end=None):
       (offset, line): the offset of the line's first byte in the file, and
       the line as `iter_lines` yields it.
     """
+    offset = start
+    line_number = 0
+    for raw, ended in _raw_lines(input_file, start, end):
+        line_number += 1
+        if ended:
+            yield offset, _decode_line(raw + b"\n", input_file, line_number, decode_stats)
+            offset += len(raw) + 1
+        else:
+            line = _decode_line(raw, input_file, line_number, decode_stats)
+            if line:
+                yield offset, line
+
+
+def _raw_lines(input_file, start=0, end=None):
+    """The lines of the bytes [start, end) of a file, read in blocks.
+
+    Yields:
+      (raw, ended): the line's bytes without its "\\n", and whether it had
+      one (only a last line may not; an empty one is not yielded).
+    """
     with _open_binary(input_file) as f:
         if start:
             f.seek(start)
         remaining = None if end is None else end - start
-        offset = start
         pending = b""
-        line_number = 0
         while remaining is None or remaining > 0:
             size = _READ_BLOCK_BYTES if remaining is None else min(_READ_BLOCK_BYTES, remaining)
             block = f.read(size)
@@ -178,14 +196,9 @@ def iter_lines_at(input_file, decode_stats=None, start=0, end=None):
             lines = block.split(b"\n")
             pending = lines.pop()
             for raw in lines:
-                line_number += 1
-                yield offset, _decode_line(raw + b"\n", input_file, line_number, decode_stats)
-                offset += len(raw) + 1
+                yield raw, True
         if pending:
-            line_number += 1
-            line = _decode_line(pending, input_file, line_number, decode_stats)
-            if line:
-                yield offset, line
+            yield pending, False
 
 
 def _decode_line(raw, input_file, line_number, decode_stats):
@@ -1513,30 +1526,21 @@ def count_documents(input_files, limit=None):
     count = 0
     in_document = False
     for input_file in input_files:
-        with _open_binary(input_file) as f:
-            pending = b""
-            while True:
-                block = f.read(_READ_BLOCK_BYTES)
-                if block:
-                    lines = (pending + block).split(b"\n")
-                    pending = lines.pop()
-                else:
-                    # `iter_lines` ends a file at a last line that decodes to
-                    # nothing once its "\r"s are dropped.
-                    lines = [pending] if _decode_line(pending, input_file, 0, None) else []
-                for raw in lines:
-                    stripped = raw.strip(_ASCII_SPACE)
-                    if stripped and stripped[0] >= 0x80:
-                        stripped = raw.decode("utf-8", "ignore").strip()
-                    if not stripped:
-                        in_document = False
-                    elif not in_document:
-                        in_document = True
-                        count += 1
-                        if limit is not None and count >= limit:
-                            return count
-                if not block:
-                    break
+        for raw, ended in _raw_lines(input_file):
+            # `iter_lines` ends a file at a last line that decodes to nothing
+            # once its "\r"s are dropped.
+            if not ended and not _decode_line(raw, input_file, 0, None):
+                continue
+            stripped = raw.strip(_ASCII_SPACE)
+            if stripped and stripped[0] >= 0x80:
+                stripped = raw.decode("utf-8", "ignore").strip()
+            if not stripped:
+                in_document = False
+            elif not in_document:
+                in_document = True
+                count += 1
+                if limit is not None and count >= limit:
+                    return count
     return count
 
 
