@@ -67,7 +67,7 @@ FLAGS = flags.FLAGS
 def _run_one(spec):
     """In a fresh process: one bert_tf mode, timed from after the imports."""
     from absl import logging  # pylint: disable=g-import-not-at-top
-    from bert_tf.data import pretraining_data  # pylint: disable=g-import-not-at-top
+    from bert_tf.data import pretraining  # pylint: disable=g-import-not-at-top
     __import__("tensorflow")  # its import is not generation time
     logging.set_verbosity(logging.WARNING)
     options = dict(max_seq_length=spec["max_seq_length"],
@@ -75,13 +75,13 @@ def _run_one(spec):
                    dupe_factor=spec["dupe_factor"],
                    documents_per_shard=spec["documents_per_shard"])
     if spec["mode"].startswith("beam"):
-        from bert_tf.data import beam_pipeline  # pylint: disable=g-import-not-at-top
+        from bert_tf.data.pretraining import beam  # pylint: disable=g-import-not-at-top
         import logging as std_logging  # pylint: disable=g-import-not-at-top
         std_logging.getLogger("apache_beam").setLevel(std_logging.WARNING)
         running_mode = "multi_processing" if spec["mode"] == "beam" else "in_memory"
         workers = spec["num_workers"] if spec["mode"] == "beam" else 1
         start = time.perf_counter()
-        stats = beam_pipeline.create_pretraining_data_beam(
+        stats = beam.create_pretraining_data_beam(
             [spec["input_file"]], spec["output_files"], spec["vocab_file"],
             runner="DirectRunner", beam_args=["--direct_running_mode=" + running_mode,
                                               "--direct_num_workers=%d" % workers], **options)
@@ -89,7 +89,7 @@ def _run_one(spec):
         from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
         start = time.perf_counter()
         tokenizer = tokenization.FullTokenizer(spec["vocab_file"], do_lower_case=True)
-        stats = pretraining_data.create_pretraining_data(
+        stats = pretraining.create_pretraining_data(
             [spec["input_file"]], spec["output_files"], tokenizer,
             num_workers=spec["num_workers"], **options)
     print(json.dumps({"instances": stats["instances"], "shards": stats["shards"],

@@ -62,9 +62,9 @@ def main():
 
     import numpy as np
     import tensorflow as tf
-    from bert_tf.classifier import BertClassifier
-    from bert_tf.config import BertConfig
-    from bert_tf.training import precision
+    from bert_tf.tasks.classifier import BertClassifier
+    from bert_tf.modeling.config import BertConfig
+    from bert_tf.modeling import precision
 
     config = BertConfig.from_json_file(args.bert_config_file)
     if args.seq_length > config.max_position_embeddings:

@@ -91,11 +91,11 @@ def _probe(args):
     """Child: the spread of pooled_output / [CLS] across the dev examples, per checkpoint."""
     sys.path.insert(0, REPO_ROOT)
     import numpy as np  # pylint: disable=g-import-not-at-top
-    from bert_tf import checkpoint  # pylint: disable=g-import-not-at-top
+    from bert_tf.modeling import checkpoint  # pylint: disable=g-import-not-at-top
     from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
-    from bert_tf.config import BertConfig  # pylint: disable=g-import-not-at-top
+    from bert_tf.modeling.config import BertConfig  # pylint: disable=g-import-not-at-top
     from bert_tf.data import classifier_data  # pylint: disable=g-import-not-at-top
-    from bert_tf.modeling import BertModel  # pylint: disable=g-import-not-at-top
+    from bert_tf.modeling.bert_model import BertModel  # pylint: disable=g-import-not-at-top
 
     config = BertConfig.from_json_file(args.probe_config)
     tokenizer = tokenization.FullTokenizer(args.probe_vocab, do_lower_case=True)

@@ -65,9 +65,9 @@ def _ours(args):
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     import numpy as np  # pylint: disable=g-import-not-at-top
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from bert_tf import distribute  # pylint: disable=g-import-not-at-top
+    from bert_tf.training import distribute  # pylint: disable=g-import-not-at-top
     from bert_tf import training  # pylint: disable=g-import-not-at-top
-    from bert_tf.config import BertConfig  # pylint: disable=g-import-not-at-top
+    from bert_tf.modeling.config import BertConfig  # pylint: disable=g-import-not-at-top
     from bert_tf.tasks import ClassifierTask  # pylint: disable=g-import-not-at-top
 
     config = BertConfig.from_json_file(args.bert_config_file)

@@ -69,7 +69,7 @@ def _bert_tf(args):
     import tensorflow as tf
     import bert_tf
     from bert_tf import BertConfig, BertModel
-    from bert_tf.training import precision
+    from bert_tf.modeling import precision
 
     ids, mask, types = (tf.constant(a) for a in _inputs(args))
     config = BertConfig(**BASE)

@@ -289,7 +289,7 @@ def _inference(strategy, task, features, args, batch_size):
 
 
 def _load_config(path, tiny, flag):
-    from bert_tf.config import BertConfig  # pylint: disable=g-import-not-at-top
+    from bert_tf.modeling.config import BertConfig  # pylint: disable=g-import-not-at-top
     from bert_tf.errors import UserError  # pylint: disable=g-import-not-at-top
     if tiny:
         return BertConfig.from_dict(dict(TINY_CONFIG), source="the tiny config")
@@ -302,7 +302,7 @@ def _load_config(path, tiny, flag):
 def run_checks(args, log=print):
     """Runs the three checks within `args.time_budget_s`; returns the result rows."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from bert_tf import distribute  # pylint: disable=g-import-not-at-top
+    from bert_tf.training import distribute  # pylint: disable=g-import-not-at-top
     from bert_tf.tasks import ClassifierTask  # pylint: disable=g-import-not-at-top
     from bert_tf.tasks import PretrainingTask  # pylint: disable=g-import-not-at-top
 

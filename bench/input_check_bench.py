@@ -31,9 +31,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from bert_tf.config import BertConfig  # noqa: E402
+from bert_tf.modeling.config import BertConfig  # noqa: E402
 from bert_tf.data import input_pipeline  # noqa: E402
-from bert_tf.data import pretraining_data  # noqa: E402
+from bert_tf.data.pretraining import records  # noqa: E402
 
 SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20
@@ -42,7 +42,7 @@ VOCAB_SIZE = 30522  # BERT-base uncased
 
 def write_files(directory, num_files, records_per_file, seed=0):
     """Records as create_pretraining_data writes them: random pairs, 15% masked."""
-    serializer = pretraining_data.ExampleSerializer(SEQ_LENGTH, MAX_PREDICTIONS, VOCAB_SIZE)
+    serializer = records.ExampleSerializer(SEQ_LENGTH, MAX_PREDICTIONS, VOCAB_SIZE)
     rng = random.Random(seed)
     files = []
     for k in range(num_files):

@@ -8,7 +8,7 @@ Real records, written by the project's own functions into a temporary
 directory from the pydoc corpus (`demo_corpus`: CPython's help text, one
 sentence per line) with a vocab learned from it:
 
-  pre-training  `pretraining_data.create_pretraining_data` (exact mode, 20
+  pre-training  `pretraining.create_pretraining_data` (exact mode, 20
                 predictions at seq 128 and 80 at seq 512, `--dupe_factor`),
                 4 output files, read by `input_pipeline.create_pretraining_dataset`
                 as `run_pretraining` reads them (training: file shuffle,
@@ -83,13 +83,13 @@ def write_pretraining_records(directory, vocab_file, seq_length, dupe_factor):
     """create_pretraining_data on the pydoc corpus; returns (files, number of records)."""
     from bert_tf import tokenization
     from bert_tf.data import demo_corpus
-    from bert_tf.data import pretraining_data
+    from bert_tf.data import pretraining
     corpus = os.path.join(directory, "corpus.txt")
     if not os.path.exists(corpus):
         demo_corpus.write_pydoc_corpus(corpus)
     files = [os.path.join(directory, "pretrain-%d-%d.tfrecord" % (seq_length, k))
              for k in range(NUM_FILES)]
-    stats = pretraining_data.create_pretraining_data(
+    stats = pretraining.create_pretraining_data(
         [corpus], files, tokenization.FullTokenizer(vocab_file, do_lower_case=True),
         vocab_file, max_seq_length=seq_length,
         max_predictions_per_seq=MAX_PREDICTIONS[seq_length], dupe_factor=dupe_factor)
@@ -179,7 +179,7 @@ def main():
         fail("--rounds, --seconds and --dupe_factor must be positive")
 
     import tensorflow as tf
-    from bert_tf.config import BertConfig
+    from bert_tf.modeling.config import BertConfig
     config = BertConfig.from_json_file(BERT_BASE)
     results, sizes = {}, {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -90,7 +90,7 @@ def _bert_tf(shapes):
     sys.path.insert(0, REPO)
     import keras
     import tensorflow as tf
-    from bert_tf import optimization
+    from bert_tf.training import optimization
 
     weights, grads = _values(shapes)
     variables = []

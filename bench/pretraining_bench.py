@@ -76,9 +76,9 @@ def _bert_tf(args, output_dir):
     sys.path.insert(0, REPO)
     import numpy as np
     import tensorflow as tf
-    from bert_tf import distribute
+    from bert_tf.training import distribute
     from bert_tf import training
-    from bert_tf.config import BertConfig
+    from bert_tf.modeling.config import BertConfig
     from bert_tf.tasks import PretrainingTask
 
     config = BertConfig.from_json_file(args.bert_config_file)
@@ -111,7 +111,8 @@ def worker(args):
         start = time.perf_counter()
         if args.impl == "model_garden":
             import pretraining_bench_model_garden  # its own venv: imported only there
-            info, run = pretraining_bench_model_garden.build(args)
+            info, run = pretraining_bench_model_garden.build(args, LABELS["model_garden"],
+                                                             random_batch)
         else:
             info, run = _bert_tf(args, output_dir)
         info["build_seconds"] = time.perf_counter() - start

@@ -2,8 +2,9 @@
 
 Imported by bench/pretraining_bench.py's worker process in the peers' venv
 (`bench/setup_peers.sh`: tf-models-official is not a dependency of this
-project), with TF_USE_LEGACY_KERAS=1. `build(args)` sets up Model Garden's own
-legacy pre-training recipe (`official/legacy/bert/run_pretraining.py`):
+project), with TF_USE_LEGACY_KERAS=1. `build(args, label, random_batch)` sets
+up Model Garden's own legacy pre-training recipe
+(`official/legacy/bert/run_pretraining.py`):
 `bert_models.pretrain_model` (a `models.BertPretrainer` on a
 `networks.BertEncoder`, with the MLM + NSP loss layer),
 `official.nlp.optimization.create_optimizer` (its AdamWeightDecay with
@@ -18,16 +19,18 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-def build(args):
-    """Returns (info, run(num_steps) -> the mean training loss so far)."""
+def build(args, label, random_batch):
+    """Returns (info, run(num_steps) -> the mean training loss so far).
+
+    `label` names this side in the table and `random_batch` makes the batch
+    (pretraining_bench.py's, so both sides train on the same numbers).
+    """
     import numpy as np
     import tensorflow as tf
     import tf_keras
     from official.legacy.bert import bert_models
     from official.legacy.bert import configs
     from official.nlp import optimization
-
-    from pretraining_bench import LABELS, random_batch
 
     if args.use_xla:
         raise ValueError("Model Garden runs without XLA in this benchmark")
@@ -75,5 +78,5 @@ def build(args):
         return float(train_loss.result().numpy())
 
     params = int(sum(np.prod(v.shape) for v in training_vars))
-    return {"label": LABELS["model_garden"], "num_parameters": params,
+    return {"label": label, "num_parameters": params,
             "tensorflow": tf.__version__}, run

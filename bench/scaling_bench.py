@@ -87,8 +87,8 @@ def point(args):
     sys.path.insert(0, REPO_ROOT)
     import numpy as np
     import tensorflow as tf
-    from bert_tf.config import BertConfig
-    from bert_tf.training import precision
+    from bert_tf.modeling.config import BertConfig
+    from bert_tf.modeling import precision
 
     config = BertConfig.from_json_file(args.bert_config_file)
     b, s = args.batch_size, args.seq_length
@@ -100,7 +100,7 @@ def point(args):
     }
     mixed = None if args.precision == "fp32" else args.precision
     if args.mode == "forward":
-        from bert_tf.modeling import BertModel
+        from bert_tf.modeling.bert_model import BertModel
         with precision.dtype_policy(mixed):
             model = BertModel(config)
 
@@ -114,8 +114,8 @@ def point(args):
         def run():
             return step(*inputs).numpy()
     else:
-        from bert_tf import optimization
-        from bert_tf.pretraining import BertPretrainer
+        from bert_tf.training import optimization
+        from bert_tf.tasks.pretraining import BertPretrainer
         p = num_predictions(s)
         features["masked_lm_positions"] = np.stack(
             [np.sort(rng.choice(np.arange(1, s), p, replace=False)) for _ in range(b)]

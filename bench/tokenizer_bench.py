@@ -6,7 +6,7 @@ r"""Texts/s of four BERT tokenizers on the same texts, with the same ids, in one
 Implementations (each in its own process; the processes alternate over
 `--rounds`, in a rotated order each round):
 
-  bert_tf graph    `GraphTokenizer` (bert_tf/graph_tokenizer.py): what the
+  bert_tf graph    `GraphTokenizer` (bert_tf/tokenization/graph_tokenizer.py): what the
                    exported SavedModels run; batches of `--batch_size` texts
                    through one tf.function.
   bert_tf Python   `tokenization.FullTokenizer`, one text at a time.
@@ -137,7 +137,7 @@ def _graph_runner(impl, vocab_file, do_lower_case, unit, batch_size):
     import tensorflow as tf
     start = time.perf_counter()
     if impl == "graph":
-        from bert_tf import graph_tokenizer
+        from bert_tf.tokenization import graph_tokenizer
         tokenizer = graph_tokenizer.GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
 
         def tokenize(texts):

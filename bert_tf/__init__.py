@@ -1,7 +1,7 @@
 """bert_tf: Google's original BERT, faithfully, on TensorFlow 2 / Keras 3.
 
 `import bert_tf` is light: the names below load on first use (PEP 562), and
-importing `bert_tf.tokenization`, `bert_tf.config`, `bert_tf.fileio` or the
+importing `bert_tf.tokenization`, `bert_tf.modeling.config`, `bert_tf.fileio` or the
 `bert_tf.data` text modules imports neither TensorFlow nor Keras (validating a
 `BertConfig` loads Keras, for its activation names). The model-side modules
 select Keras' TensorFlow backend when they load (`bert_tf._backend`).
@@ -13,8 +13,8 @@ __version__ = "0.1.0"
 
 # Public name -> (module, attribute); attribute None means the module itself.
 _LAZY = {
-    "BertConfig": ("bert_tf.config", "BertConfig"),
-    "BertModel": ("bert_tf.modeling", "BertModel"),
+    "BertConfig": ("bert_tf.modeling.config", "BertConfig"),
+    "BertModel": ("bert_tf.modeling.bert_model", "BertModel"),
     "from_pretrained": ("bert_tf.pretrained", "from_pretrained"),
     "Pretrained": ("bert_tf.pretrained", "Pretrained"),
     "models": ("bert_tf.models", None),

@@ -1,23 +1,23 @@
 """The model classes, in one place (original: `modeling.BertModel` and each script's `create_model`).
 
-  BertModel        the backbone (`bert/...`)                          bert_tf.modeling
-  BertPretrainer   + the masked-LM and next-sentence heads (`cls/...`) bert_tf.pretraining
-  BertClassifier   + the classifier head (`output_weights`/`_bias`)   bert_tf.classifier
-  BertSquad        + the SQuAD span head (`cls/squad/...`)            bert_tf.squad
-  BertPreprocessor raw text -> input_ids / input_mask / segment_ids   bert_tf.preprocessing
+  BertModel        the backbone (`bert/...`)                          bert_tf.modeling.bert_model
+  BertPretrainer   + the masked-LM and next-sentence heads (`cls/...`) bert_tf.tasks.pretraining
+  BertClassifier   + the classifier head (`output_weights`/`_bias`)   bert_tf.tasks.classifier
+  BertSquad        + the SQuAD span head (`cls/squad/...`)            bert_tf.tasks.squad
+  BertPreprocessor raw text -> input_ids / input_mask / segment_ids   bert_tf.tokenization.preprocessor
 
 Every class is a Keras 3 object registered for `.keras` files
 (`model.save("x.keras")`, `keras.saving.load_model("x.keras")`), and its
-variables carry the original's checkpoint names (`bert_tf.checkpoint`).
+variables carry the original's checkpoint names (`bert_tf.modeling.checkpoint`).
 `BertPretrainer`, `BertClassifier` and `BertSquad` train with Keras's
 `compile` / `fit` (and `evaluate` / `predict`) on the original's maths
-(`bert_tf.training.keras_model.TaskModel`); `bert_tf.callbacks.CheckpointCallback`
+(`bert_tf.tasks.task_model.TaskModel`); `bert_tf.training.callbacks.CheckpointCallback`
 writes and resumes Google-format `model.ckpt-N` checkpoints during `fit`.
 
 Example:
   ```python
   from bert_tf.models import BertClassifier, BertPreprocessor
-  from bert_tf.optimization import create_optimizer
+  from bert_tf.training.optimization import create_optimizer
 
   preprocessor = BertPreprocessor("vocab.txt", do_lower_case=True, max_seq_length=128)
   model = BertClassifier(config, num_labels=2, preprocessor=preprocessor)
@@ -27,10 +27,10 @@ Example:
   ```
 """
 
-from bert_tf.classifier import BertClassifier  # noqa: F401
-from bert_tf.modeling import BertModel  # noqa: F401
-from bert_tf.preprocessing import BertPreprocessor  # noqa: F401
-from bert_tf.pretraining import BertPretrainer  # noqa: F401
-from bert_tf.squad import BertSquad  # noqa: F401
+from bert_tf.tasks.classifier import BertClassifier  # noqa: F401
+from bert_tf.modeling.bert_model import BertModel  # noqa: F401
+from bert_tf.tokenization.preprocessor import BertPreprocessor  # noqa: F401
+from bert_tf.tasks.pretraining import BertPretrainer  # noqa: F401
+from bert_tf.tasks.squad import BertSquad  # noqa: F401
 
 __all__ = ["BertClassifier", "BertModel", "BertPreprocessor", "BertPretrainer", "BertSquad"]

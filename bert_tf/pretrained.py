@@ -14,7 +14,7 @@ reads all of them from one path:
   .../bert_model.ckpt, .../model.ckpt-N that prefix              its directory, or the same
                                                                  arguments
 
-The load is strict (`bert_tf.checkpoint.load_checkpoint`): every variable of
+The load is strict (`bert_tf.modeling.checkpoint.load_checkpoint`): every variable of
 the backbone (and of the pre-training heads) must be in the checkpoint with its
 shape. A task head (classifier, SQuAD) that the checkpoint has is loaded (a
 fine-tuned run gives back its fine-tuned model); one it lacks (a release)
@@ -29,14 +29,14 @@ import re
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import checkpoint as checkpoint_lib
 from bert_tf import tokenization
-from bert_tf.classifier import BertClassifier
-from bert_tf.config import BertConfig
 from bert_tf.errors import UserError
-from bert_tf.modeling import BertModel
-from bert_tf.pretraining import BertPretrainer
-from bert_tf.squad import BertSquad
+from bert_tf.modeling import checkpoint as checkpoint_lib
+from bert_tf.modeling.bert_model import BertModel
+from bert_tf.modeling.config import BertConfig
+from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.tasks.pretraining import BertPretrainer
+from bert_tf.tasks.squad import BertSquad
 
 CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
@@ -97,10 +97,11 @@ def _file_beside(directory, name, argument, checkpoint_path):
 def _classifier_num_labels(checkpoint_path):
     """The number of labels of the checkpoint's classifier head (`output_weights`)."""
     shapes = checkpoint_lib.list_checkpoint_variables(checkpoint_path, flag=None)
-    if "output_weights" not in shapes:
+    num_labels = checkpoint_lib.classifier_num_labels(shapes)
+    if num_labels is None:
         raise UserError("head='classifier' needs num_labels=: %s holds no classifier head "
                         "(output_weights) to take it from" % checkpoint_path)
-    return int(shapes["output_weights"][0])
+    return num_labels
 
 
 def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import BertConfig, BertModel, checkpoint
+from bert_tf import BertConfig, BertModel
+from bert_tf.modeling import checkpoint
 from bert_tf.errors import UserError
-from bert_tf.heads import BertPretrainingHeads
+from bert_tf.modeling.heads import BertPretrainingHeads
 from tests.conftest import TINY_CONFIG
 
 
@@ -237,7 +238,7 @@ def test_unreadable_checkpoint_is_one_line_and_assigns_nothing(tmp_path, how, ex
 
 
 def test_allow_missing_heads_takes_a_whole_head_or_none(tmp_path):
-    from bert_tf.classifier import BertClassifier
+    from bert_tf.tasks.classifier import BertClassifier
     config = BertConfig.from_dict(TINY_CONFIG)
     backbone = BertModel(config)
     prefix = checkpoint.save_checkpoint(backbone, str(tmp_path / "release" / "bert_model.ckpt"))
@@ -260,3 +261,23 @@ def test_allow_missing_heads_takes_a_whole_head_or_none(tmp_path):
     no_pooler = checkpoint.write_checkpoint(str(tmp_path / "no_pooler" / "model.ckpt-1"), values)
     with pytest.raises(UserError, match="bert/pooler/dense/bias .* is missing"):
         checkpoint.load_checkpoint(classifier, no_pooler, allow_missing_heads=True)
+
+
+def test_the_name_table_holds_every_head(tiny_config):
+    """The one TF1 name table (`expected_tf1_variables`, `head_of`) against each task model."""
+    from bert_tf.tasks.classifier import BertClassifier
+    from bert_tf.tasks.pretraining import BertPretrainer
+    from bert_tf.tasks.squad import BertSquad
+    models = {"pretraining": BertPretrainer(tiny_config),
+              "classifier": BertClassifier(tiny_config, 3),
+              "squad": BertSquad(tiny_config)}
+    assert tuple(models) == checkpoint.HEADS
+    backbone = set(checkpoint.expected_tf1_variables(tiny_config))
+    for head, model in models.items():
+        got = {checkpoint.tf1_name(v): tuple(v.shape) for v in model.weights}
+        assert got == dict(checkpoint.expected_tf1_variables(tiny_config, head=head,
+                                                             num_labels=3)), head
+        assert {checkpoint.head_of(n) for n in got if n not in backbone} == {head}
+        assert {checkpoint.head_of(n) for n in backbone} == {None}
+    with pytest.raises(ValueError, match="not one of"):
+        checkpoint.expected_tf1_variables(tiny_config, head="ner")

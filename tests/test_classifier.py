@@ -1,4 +1,4 @@
-"""Tests for bert_tf/classifier.py and ClassifierTask (original: run_classifier.py's model_fn).
+"""Tests for bert_tf/tasks/classifier.py and ClassifierTask (original: run_classifier.py's model_fn).
 
 * Checkpoint names: `BertClassifier` saves exactly `bert/*` plus the
   original's unscoped `output_weights` / `output_bias`.
@@ -29,11 +29,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import checkpoint
-from bert_tf import distribute
+from bert_tf.modeling import checkpoint
+from bert_tf.training import distribute
 from bert_tf import training
-from bert_tf.classifier import BertClassifier
-from bert_tf.classifier import classification_example_loss
+from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.tasks.classifier import classification_example_loss
 from bert_tf.data.finite_input import FiniteInput
 from bert_tf.tasks import ClassifierTask
 from bert_tf.tasks.classifier import pearson
@@ -209,9 +209,11 @@ def test_predict_returns_every_example_once_in_input_order(tmp_path):
     data = finite_input(examples, EVAL_BATCH_SIZE)
     assert (data.num_steps, data.num_padding_examples) == (3, 2)
     outputs = trainer.predict(data)
-    assert set(outputs) == {"probabilities", "label_ids"}
+    # The one prediction contract (model.predict returns the same keys).
+    assert set(outputs) == {"logits", "probabilities", "label_ids"}
     np.testing.assert_array_equal(outputs["label_ids"], examples["label_ids"])
     logits = trainer.model(examples, training=False)["logits"].numpy()
+    np.testing.assert_allclose(outputs["logits"], logits, atol=LAYER_ATOL)
     assert outputs["probabilities"].shape == (NUM_EXAMPLES, NUM_LABELS)
     np.testing.assert_allclose(outputs["probabilities"], np.exp(np_log_softmax(logits)),
                                atol=LAYER_ATOL)

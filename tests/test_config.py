@@ -53,7 +53,7 @@ def test_malformed_and_missing_files(tmp_path):
 
 def test_gelu_exact_is_selectable():
     import numpy as np
-    from bert_tf import activations
+    from bert_tf.modeling import activations
     x = np.linspace(-3, 3, 13).astype("float32")
     tanh_form = np.asarray(activations.get_activation("gelu")(x))
     erf_form = np.asarray(activations.get_activation("gelu_exact")(x))

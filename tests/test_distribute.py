@@ -1,4 +1,4 @@
-"""Tests for bert_tf/distribute.py and the training loop under tf.distribute.
+"""Tests for bert_tf/training/distribute.py and the training loop under tf.distribute.
 
 * `get_strategy` names, flags and errors; `is_chief`.
 * The devices each strategy is built with for N visible GPUs (pretended:
@@ -30,8 +30,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import checkpoint
-from bert_tf import distribute
+from bert_tf.modeling import checkpoint
+from bert_tf.training import distribute
 from bert_tf.errors import UserError
 from bert_tf.tasks import PretrainingTask
 from tests.tolerances import REPLICA_ATOL
@@ -180,7 +180,7 @@ def test_mirrored_without_gpus_runs_on_the_cpu_and_says_so(monkeypatch, info_log
 def test_num_gpus_flag_defaults_to_every_visible_gpu():
     import functools
     from absl import flags
-    from bert_tf import cli
+    from bert_tf.runs import cli
     flag_values = flags.FlagValues()
 
     class _Flags(object):  # the absl `flags` module, defining into flag_values

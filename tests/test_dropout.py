@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.layers import dropout
+from bert_tf.modeling.layers import dropout
 
 
 def test_threshold_is_the_rate_in_sixteen_bits():

@@ -1,5 +1,5 @@
 # coding=utf-8
-"""Tests for bert_tf.export: SavedModels that take raw text and answer as run_classifier does.
+"""Tests for bert_tf.export.saved_model: SavedModels that take raw text and answer as run_classifier does.
 
 Data: an MRPC-layout task of real English (`demo_corpus.write_sentence_pair_task`),
 a WordPiece vocab learned from it, a tiny BERT (2 layers, hidden 32) saved as
@@ -37,17 +37,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import checkpoint
-from bert_tf import export
+from bert_tf.modeling import checkpoint
+from bert_tf.export import saved_model as export
 from bert_tf import tokenization
-from bert_tf.classifier import BertClassifier
+from bert_tf.tasks.classifier import BertClassifier
 from bert_tf.data import classifier_data
 from bert_tf.data import demo_corpus
 from bert_tf.data import vocab
 from bert_tf.data.text_features import build_pair_features
 from bert_tf.errors import UserError
-from bert_tf.modeling import BertModel
-from bert_tf.training import precision
+from bert_tf.modeling.bert_model import BertModel
+from bert_tf.modeling import precision
 from tests.test_pretraining import tiny_config
 from tests.test_pretraining import write_config
 from tests.test_pretraining import write_init_checkpoint
@@ -517,7 +517,7 @@ def test_bf16_run_exports_float32(setup):
 
 def test_regression_returns_score(setup):
     files = setup["files"]
-    with export.float32_policy():
+    with precision.inference_policy():
         model = BertClassifier(files["config"], 1)
     tokenizer = export.GraphTokenizer(files["vocab"], True)
     module = export.ClassifierServingModule(model, tokenizer, [None], True, SEQ_LENGTH,
@@ -563,9 +563,7 @@ def test_checks_name_the_culprit(setup, tmp_path):
     small = tiny_config(vocab_size=config.vocab_size - 1)
     with pytest.raises(UserError, match=r"vocab.txt has %d tokens, more than vocab_size %d"
                        % (config.vocab_size, config.vocab_size - 1)):
-        export.check_vocab(files["vocab"], small)
-    with pytest.raises(UserError, match="this installation does not have"):
-        export._optional_module("export_no_such_module", "--format=tfhub")
+        tokenization.check_vocab(files["vocab"], small)
     with pytest.raises(UserError, match="--format=tfhub exports the encoder"):
         export.export_saved_model("mrpc", config, files["vocab"], True, files["finetuned"],
                                   str(tmp_path / "hub"), SEQ_LENGTH, fmt="tfhub")

@@ -1,5 +1,5 @@
 # coding=utf-8
-"""Tests for bert_tf.export_hub: TF Hub's BERT preprocessor + encoder pair.
+"""Tests for bert_tf.export.hub: TF Hub's BERT preprocessor + encoder pair.
 
 One export (tiny config, corpus vocab, uncased) serves every test:
   * the preprocessor against FullTokenizer + `build_pair_features`, exactly
@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import checkpoint
-from bert_tf import export_hub
+from bert_tf.modeling import checkpoint
+from bert_tf.export import hub as export_hub
 from bert_tf import tokenization
 from bert_tf.data.text_features import build_pair_features
-from bert_tf.modeling import BertModel
+from bert_tf.modeling.bert_model import BertModel
 from tests.test_pretraining import tiny_config
 from tests.test_pretraining import write_init_checkpoint
 from tests.test_tokenization import EDGE_TEXTS

@@ -22,9 +22,9 @@ import tensorflow as tf
 from bert_tf import tokenization
 from bert_tf.data import demo_corpus
 from bert_tf.data import squad_data
-from bert_tf import export_squad
-from bert_tf.export_squad import SquadServingModule
-from bert_tf.graph_tokenizer import GraphTokenizer
+from bert_tf.data import squad_windows
+from bert_tf.export.squad import SquadServingModule
+from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 from tests.data.test_squad_data import _write_vocab
 from tests import bare_tf
 
@@ -88,7 +88,7 @@ def squad_task(tmp_path_factory):
 @pytest.fixture(scope="module")
 def model(squad_task):
     import keras
-    from bert_tf.squad import BertSquad
+    from bert_tf.tasks.squad import BertSquad
     from tests.test_pretraining import tiny_config
     keras.utils.set_random_seed(3)
     vocab_size = len(tokenization.load_vocab(squad_task.vocab))
@@ -260,16 +260,16 @@ def test_doc_windows_match_convert_examples_to_features():
              for stride in (1, 2, 3, 5, 16, 128)]
     for stride in sorted({c[2] for c in cases}):
         batch = [c for c in cases if c[2] == stride]
-        out = export_squad._doc_windows(tf.constant([c[0] for c in batch]),
-                                        tf.constant([c[1] for c in batch]), stride)
+        out = squad_windows.doc_windows(tf.constant([c[0] for c in batch]),
+                                         tf.constant([c[1] for c in batch]), stride)
         num_windows, f_example, _, f_start, f_length, is_max = [x.numpy() for x in out]
         f = 0
         for i, (t, m, _) in enumerate(batch):
-            spans = squad_data._doc_spans(t, m, stride)
+            spans = squad_windows.doc_spans(t, m, stride)
             assert num_windows[i] == len(spans), (t, m, stride)
             for k, span in enumerate(spans):
                 assert (f_example[f], f_start[f], f_length[f]) == (i, span.start, span.length)
-                want = [squad_data._check_is_max_context(spans, k, span.start + d)
+                want = [squad_windows.check_is_max_context(spans, k, span.start + d)
                         for d in range(span.length)]
                 assert is_max[f, :span.length].tolist() == want, (t, m, stride, k)
                 assert not is_max[f, span.length:].any()

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from bert_tf import extract_features
+from bert_tf.runs import extract_features
 from bert_tf.errors import UserError
 from tests.conftest import TINY_CONFIG, make_inputs, write_config
 from tests.original import run_oracle
@@ -209,8 +209,8 @@ def test_output_goes_through_tf_io_gfile_for_remote_paths(tmp_path):
     TensorFlow's in-memory `ram://` file system stands in for Cloud Storage.
     """
     import tensorflow as tf
-    from bert_tf.config import BertConfig
-    from bert_tf.modeling import BertModel
+    from bert_tf.modeling.config import BertConfig
+    from bert_tf.modeling.bert_model import BertModel
     config = BertConfig.from_dict(dict(TINY_CONFIG, vocab_size=len(_corpus_vocab())))
     model = BertModel(config)
     features = [extract_features.InputFeatures(i, ["[CLS]", "a", "[SEP]"], [2, 20 + i, 3, 0],
@@ -228,10 +228,11 @@ def test_output_goes_through_tf_io_gfile_for_remote_paths(tmp_path):
 
 def test_mixed_precision_bf16_is_close_to_float32_but_computed_in_bf16(setup, tmp_path):
     import keras
-    from bert_tf import checkpoint, tokenization
-    from bert_tf.config import BertConfig
-    from bert_tf.modeling import BertModel
-    from bert_tf.training import precision
+    from bert_tf.modeling import checkpoint
+    from bert_tf import tokenization
+    from bert_tf.modeling.config import BertConfig
+    from bert_tf.modeling.bert_model import BertModel
+    from bert_tf.modeling import precision
 
     s = setup
     config = BertConfig.from_json_file(s["config"])

@@ -1,4 +1,4 @@
-"""Tests for bert_tf/finetuning.py and bert_tf/data/finite_input.py (the original's main() flow).
+"""Tests for bert_tf/runs/finetuning.py and bert_tf/data/finite_input.py (the original's main() flow).
 
 The schedule (`num_train_steps`, `num_warmup_steps`) is the original's
 formula; `test_results.tsv` is printed as the original printed the
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import finetuning
+from bert_tf.runs import finetuning
 from bert_tf.data.finite_input import FiniteInput
 from bert_tf.data.finite_input import in_input_order
 from bert_tf.errors import UserError

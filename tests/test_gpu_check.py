@@ -13,7 +13,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _config(path):
-    from bert_tf.config import BertConfig
+    from bert_tf.modeling.config import BertConfig
     return BertConfig.from_json_file(os.path.join(REPO_ROOT, "configs", path))
 
 
@@ -95,7 +95,7 @@ def test_bert_large_training_flops_follow_six_n_tokens():
 
 
 def test_parameter_formula_matches_the_built_tiny_models():
-    from bert_tf.config import BertConfig
+    from bert_tf.modeling.config import BertConfig
     from bert_tf.tasks import ClassifierTask
     from bert_tf.tasks import PretrainingTask
     config = BertConfig.from_dict(dict(gpu_check.TINY_CONFIG))

@@ -1,5 +1,5 @@
 # coding=utf-8
-"""Tests for bert_tf.graph_tokenizer: the graph against FullTokenizer, exactly.
+"""Tests for bert_tf.tokenization.graph_tokenizer: the graph against FullTokenizer, exactly.
 
   * every paragraph of `pydoc_data.topics` with the corpus vocab of
     tests/test_tokenization.py, both casings;
@@ -20,8 +20,8 @@ import unicodedata
 import pytest
 import tensorflow as tf
 
-from bert_tf import graph_tokenizer
-from bert_tf import tokenization
+from bert_tf.tokenization import graph_tokenizer
+from bert_tf.tokenization import full_tokenizer as tokenization
 from bert_tf.data.text_features import build_pair_features
 from bert_tf.errors import UserError
 from tests.test_tokenization import EDGE_TEXTS

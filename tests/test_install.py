@@ -26,17 +26,23 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The modules that tokenize and prepare data: none may import TensorFlow or Keras.
 LIGHT_MODULES = (
-    "bert_tf", "bert_tf.errors", "bert_tf.tokenization", "bert_tf.config", "bert_tf.fileio",
-    "bert_tf.data", "bert_tf.data.pretraining_data", "bert_tf.data.vocab",
+    "bert_tf", "bert_tf.errors", "bert_tf.tokenization", "bert_tf.modeling.config", "bert_tf.fileio",
+    "bert_tf.data", "bert_tf.data.pretraining", "bert_tf.data.pretraining.create",
+    "bert_tf.data.pretraining.reading", "bert_tf.data.pretraining.tokens",
+    "bert_tf.data.pretraining.instances", "bert_tf.data.pretraining.records",
+    "bert_tf.data.pretraining.writing", "bert_tf.data.pretraining.workers",
+    "bert_tf.data.pretraining.rng_plan", "bert_tf.data.vocab",
     "bert_tf.data.demo_corpus", "bert_tf.data.text_features", "bert_tf.data.classifier_data",
-    "bert_tf.data.squad_data",
+    "bert_tf.data.squad_data", "bert_tf.data.squad_windows", "bert_tf.data.squad_evaluate",
+    "bert_tf.modeling", "bert_tf.tokenization.full_tokenizer", "bert_tf.runs",
+    "bert_tf.runs.create_pretraining_data",
 )
 HEAVY_MODULES = ("tensorflow", "keras", "tensorflow_text")
 
 # The public names `bert_tf` resolves on first access: name -> (module, attribute or None).
 LAZY_NAMES = {
-    "BertConfig": ("bert_tf.config", "BertConfig"),
-    "BertModel": ("bert_tf.modeling", "BertModel"),
+    "BertConfig": ("bert_tf.modeling.config", "BertConfig"),
+    "BertModel": ("bert_tf.modeling.bert_model", "BertModel"),
     "from_pretrained": ("bert_tf.pretrained", "from_pretrained"),
     "Pretrained": ("bert_tf.pretrained", "Pretrained"),
     "models": ("bert_tf.models", None),
@@ -100,9 +106,9 @@ def test_light_modules_import_neither_tensorflow_nor_keras(tmp_path):
 def test_model_side_modules_refuse_another_keras_backend(tmp_path):
     result = _child_json("""
         import json, sys
-        import bert_tf.tokenization, bert_tf.data.pretraining_data
+        import bert_tf.tokenization, bert_tf.data.pretraining
         errors = []
-        for attempt in ("import bert_tf.modeling", "bert_tf.BertModel"):
+        for attempt in ("import bert_tf.modeling.bert_model", "bert_tf.BertModel"):
             try:
                 exec(attempt)
                 errors.append(None)
@@ -174,7 +180,8 @@ def test_tools_put_the_repository_on_sys_path_only_in_a_clone(tmp_path):
     (clone / "tools").mkdir(parents=True)
     (clone / "bert_tf").mkdir()
     (clone / "bert_tf" / "__init__.py").write_text("raise ImportError('the clone bert_tf was imported')\n")
-    shutil.copy(os.path.join(REPO_ROOT, "tools", "create_pretraining_data.py"), clone / "tools")
+    for name in ("create_pretraining_data.py", "_bootstrap.py"):
+        shutil.copy(os.path.join(REPO_ROOT, "tools", name), clone / "tools")
     rc, _, err = _run([sys.executable, str(clone / "tools" / "create_pretraining_data.py")], tmp_path)
     assert rc != 0 and "the clone bert_tf was imported" in err, err[-2000:]
 
@@ -247,7 +254,7 @@ def test_installed_package_imports_outside_the_clone(installed):
     outside.mkdir(exist_ok=True)
     rc, out, err = _run([python, "-c", textwrap.dedent("""
         import importlib.metadata, json, sys
-        import bert_tf, bert_tf.tokenization, bert_tf.data.pretraining_data
+        import bert_tf, bert_tf.tokenization, bert_tf.data.pretraining
         print(json.dumps({
             "file": bert_tf.__file__, "version": bert_tf.__version__,
             "dist_version": importlib.metadata.version("bert_tf"),

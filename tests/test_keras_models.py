@@ -1,4 +1,4 @@
-"""Tests for Keras-native training and inference: bert_tf/models.py, callbacks.py, preprocessing.py.
+"""Tests for Keras-native training and inference: bert_tf/models.py, training/callbacks.py, tokenization/preprocessor.py.
 
 * `fit` is the trainer's step: from the same weights on the same batches
   with the same schedule (dropout 0), `fit` gives `Trainer.train`'s weights,
@@ -24,7 +24,7 @@
 
 if __name__ == "__main__":
     # The child process: two logical CPU devices, before TensorFlow starts.
-    from bert_tf import distribute as _distribute
+    from bert_tf.training import distribute as _distribute
     _distribute.set_logical_cpu_devices(2)
 
 import json
@@ -37,12 +37,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import checkpoint
-from bert_tf import distribute
-from bert_tf import optimization
+from bert_tf.modeling import checkpoint
+from bert_tf.training import distribute
+from bert_tf.training import optimization
 from bert_tf import tokenization
 from bert_tf import training
-from bert_tf.callbacks import CheckpointCallback
+from bert_tf.training.callbacks import CheckpointCallback
 from bert_tf.data import input_pipeline
 from bert_tf.data.text_features import build_pair_features
 from bert_tf.errors import UserError
@@ -245,6 +245,33 @@ def test_pretrainer_evaluate_and_predict_are_the_trainers(tmp_path):
         np.testing.assert_allclose(outputs[key][:BATCH_SIZE], direct[key], atol=REPLICA_ATOL)
 
 
+@pytest.mark.parametrize("kind", ["classifier", "regression", "squad", "pretrainer"])
+def test_model_predict_is_the_trainers_predict(tmp_path, kind):
+    """One prediction contract: Keras `predict` and `Trainer.predict` return the same outputs."""
+    from tests.test_classifier import finite_input
+    from tests.test_squad import random_examples as squad_examples
+    config = tiny_config()
+    if kind == "squad":
+        examples = squad_examples(10, seed=5)
+    elif kind == "pretrainer":
+        examples = {k: v.reshape((10,) + v.shape[2:])
+                    for k, v in random_batches(1, batch_size=10, seed=5).items()}
+    else:
+        examples = random_examples(10, seed=5, regression=kind == "regression")
+    trainer = training.Trainer(distribute.get_strategy("off"), make_task(kind, config),
+                               str(tmp_path))
+    theirs = trainer.predict(finite_input(examples, 4))
+    ours = trainer.model.predict(tf.data.Dataset.from_tensor_slices(examples).batch(4),
+                                 verbose=0)
+    assert set(ours) == set(theirs)
+    for key in ours:
+        np.testing.assert_allclose(ours[key], theirs[key], atol=REPLICA_ATOL, err_msg=key)
+    if kind in ("classifier", "regression"):
+        np.testing.assert_array_equal(ours["label_ids"], examples["label_ids"])
+    if kind == "squad":
+        np.testing.assert_array_equal(ours["unique_ids"], examples["unique_ids"])
+
+
 # ----------------------------------------------------------------- 2 replicas
 
 
@@ -417,7 +444,7 @@ def test_checkpoint_callback_errors_are_one_line(tmp_path):
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     batches = random_train_batches(1, seed=0)
     with pytest.raises(UserError, match="CheckpointCallback needs an optimizer from "
-                                        "bert_tf.optimization"):
+                                        "bert_tf.training.optimization"):
         model.fit(tf.data.Dataset.from_tensor_slices(batches), verbose=0,
                   callbacks=[CheckpointCallback(str(tmp_path))])
 
@@ -593,7 +620,7 @@ def test_user_mistakes_are_one_line_errors(vocab_file):
     config = tiny_config()
     model = BertClassifier(config, NUM_LABELS)
     with pytest.raises(UserError, match=r"BertClassifier.compile\(\) needs optimizer=: e.g. "
-                                        r"bert_tf.optimization.create_optimizer"):
+                                        r"bert_tf.training.optimization.create_optimizer"):
         model.compile()
     with pytest.raises(UserError, match=r"compile\(\) takes no loss="):
         model.compile(optimizer="adam", loss="mse")

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import BertConfig, BertModel, checkpoint
-from bert_tf.heads import BertPretrainingHeads
-from bert_tf.layers import BertSelfAttention, create_attention_mask_from_input_mask
-from bert_tf.layers import attention_mask_adder
-from bert_tf.layers.initializers import layer_norm
+from bert_tf import BertConfig, BertModel
+from bert_tf.modeling import checkpoint
+from bert_tf.modeling.heads import BertPretrainingHeads
+from bert_tf.modeling.layers import BertSelfAttention, create_attention_mask_from_input_mask
+from bert_tf.modeling.layers import attention_mask_adder
+from bert_tf.modeling.layers.initializers import layer_norm
 from tests import numpy_bert
 from tests.conftest import make_inputs
 from tests.tolerances import LAYER_ATOL, LAYER_RTOL
@@ -206,9 +207,9 @@ def test_bert_base_has_the_original_parameter_count():
 
 def test_bert_dense_is_keras_dense_with_a_fused_2d_matmul():
     """BertDense: keras.layers.Dense's variables, config and numbers, on 2-D and 3-D inputs."""
-    from bert_tf import activations
-    from bert_tf.layers.dense import BertDense
-    from bert_tf.training import precision
+    from bert_tf.modeling import activations
+    from bert_tf.modeling.layers.dense import BertDense
+    from bert_tf.modeling import precision
 
     rng = np.random.RandomState(0)
     for activation in (None, activations.gelu, "tanh"):
@@ -242,7 +243,7 @@ def test_bert_dense_is_keras_dense_with_a_fused_2d_matmul():
 def test_gelu_is_the_originals_tanh_formula():
     import math
 
-    from bert_tf import activations
+    from bert_tf.modeling import activations
 
     x = np.linspace(-6, 6, 2001).astype("float32")
     want = x * 0.5 * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))

@@ -1,4 +1,4 @@
-"""Tests for bert_tf/optimization.py (original: optimization.py, optimization_test.py).
+"""Tests for bert_tf/training/optimization.py (original: optimization.py, optimization_test.py).
 
 * NumPy re-statements of the schedule, one AdamWeightDecay step, and LAMB steps.
 * The original's optimization_test (100 steps, w -> x).
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import optimization
+from bert_tf.training import optimization
 from bert_tf.errors import UserError
 
 # One optimizer step in float32, ours vs the original or NumPy.
@@ -416,7 +416,7 @@ tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
 import keras
 import numpy as np
-from bert_tf import optimization
+from bert_tf.training import optimization
 
 rng = np.random.RandomState(0)
 init = {"table": rng.normal(0, 1, (7, 4)).astype(np.float32),

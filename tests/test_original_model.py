@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import BertConfig, BertModel, checkpoint
-from bert_tf.heads import BertPretrainingHeads
-from bert_tf.layers import masks
+from bert_tf import BertConfig, BertModel
+from bert_tf.modeling import checkpoint
+from bert_tf.modeling.heads import BertPretrainingHeads
+from bert_tf.modeling.layers import masks
 from tests.conftest import TINY_CONFIG, make_inputs, write_config
 from tests.original import run_oracle
 from tests.tolerances import MODEL_ATOL

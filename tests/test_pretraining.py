@@ -1,4 +1,4 @@
-"""Tests for bert_tf/pretraining.py (original: run_pretraining.py's model_fn, losses, metric_fn).
+"""Tests for bert_tf/tasks/pretraining.py (original: run_pretraining.py's model_fn, losses, metric_fn).
 
 * NumPy re-statements of the losses (the `+ 1e-5` denominator, the NSP mean)
   and of the split-batch normalization.
@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import checkpoint
-from bert_tf import distribute
-from bert_tf import pretraining
+from bert_tf.modeling import checkpoint
+from bert_tf.training import distribute
+from bert_tf.tasks import pretraining
 from bert_tf import training
-from bert_tf.config import BertConfig
+from bert_tf.modeling.config import BertConfig
 from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
 from bert_tf.tasks import PretrainingTask

@@ -15,13 +15,14 @@ import base64
 import collections
 import json
 import os
+import re
 import sys
 import unicodedata
 
 import pydoc_data.topics
 import pytest
 
-from bert_tf import tokenization
+from bert_tf.tokenization import full_tokenizer as tokenization
 from bert_tf.errors import UserError
 from tests.original import code_point_ranges
 from tests.original import run_oracle
@@ -645,9 +646,19 @@ def test_check_vocab_names_both_sizes_or_the_missing_token(tmp_path):
         tokenization.check_vocab(str(tmp_path / "missing.txt"), _Config(100))
 
 
-def test_export_check_vocab_is_the_tokenization_one():
-    from bert_tf import export
-    assert export.check_vocab is tokenization.check_vocab
+def test_the_vocab_check_has_one_home():
+    """The tools, from_pretrained and every export check a vocab with tokenization.check_vocab."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    homes = []
+    for directory, _, names in os.walk(os.path.join(root, "bert_tf")):
+        for name in names:
+            if name.endswith(".py"):
+                with open(os.path.join(directory, name), encoding="utf-8") as f:
+                    if re.search(r"^\s*(def check_vocab\b|check_vocab = )", f.read(), re.M):
+                        homes.append(os.path.relpath(os.path.join(directory, name), root))
+    assert homes == [os.path.join("bert_tf", "tokenization", "full_tokenizer.py")]
+    from bert_tf import tokenization as public
+    assert public.check_vocab is tokenization.check_vocab
 
 
 def test_sources_compile_without_warnings():
@@ -658,7 +669,7 @@ def test_sources_compile_without_warnings():
              for top in ("bert_tf", "tools", "bench")
              for directory, _, names in os.walk(os.path.join(root, top))
              for name in names if name.endswith(".py")]
-    assert os.path.join(root, "bert_tf", "tokenization.py") in paths
+    assert os.path.join(root, "bert_tf", "tokenization", "full_tokenizer.py") in paths
     for path in paths:
         with open(path, encoding="utf-8") as f:
             source = f.read()

@@ -19,9 +19,10 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
-from bert_tf import BertConfig, BertModel, checkpoint
-from bert_tf import cli
-from bert_tf import distribute
+from bert_tf import BertConfig, BertModel
+from bert_tf.modeling import checkpoint
+from bert_tf.runs import cli
+from bert_tf.training import distribute
 from tests.conftest import TINY_CONFIG, write_config
 from tests.tolerances import JSON_ATOL
 from tests.tools import toolrun

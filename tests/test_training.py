@@ -1,4 +1,4 @@
-"""Tests for bert_tf/training.py: the shared train/eval loop (original: TPUEstimator's behaviour).
+"""Tests for bert_tf/training/trainer.py: the shared train/eval loop (original: TPUEstimator's behaviour).
 
 Tiny BERT (2 layers, hidden 32), in-memory batches, one device. What the
 Estimator did: checkpoints every save_checkpoints_steps, the last 5 kept,
@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import checkpoint
-from bert_tf import distribute
+from bert_tf.modeling import checkpoint
+from bert_tf.training import distribute
 from bert_tf import training
 from bert_tf.errors import UserError
-from bert_tf.modeling import BertModel
+from bert_tf.modeling.bert_model import BertModel
 from bert_tf.tasks import PretrainingTask
 from tests.test_pretraining import BATCH_SIZE
 from tests.test_pretraining import MAX_PREDICTIONS

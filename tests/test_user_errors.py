@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import distribute
+from bert_tf.training import distribute
 from bert_tf import fileio
 from bert_tf import training
 from bert_tf.data import classifier_data

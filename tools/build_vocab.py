@@ -10,19 +10,15 @@ are learned with tensorflow-text's WordPiece learner. The file starts with
 written atomically.
 """
 
-import os
-import sys
+try:  # tools/_bootstrap.py: in a clone, the clone's own bert_tf; quiet TensorFlow
+    import _bootstrap  # noqa: F401
+except ImportError:  # a tool copied out of tools/, or run by runpy: the bert_tf installed
+    pass
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
-    sys.path.insert(0, _REPO)
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from absl import app
+from absl import flags
 
-from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
-
-from bert_tf import cli  # noqa: E402
+from bert_tf.runs import cli
 
 flags.DEFINE_string("input_file", None,
                     "Input raw text file (or comma-separated list of files and globs), "
@@ -54,11 +50,8 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Too many command-line arguments: %s" % " ".join(argv[1:]))
-    from bert_tf.data import pretraining_data
     from bert_tf.data import vocab
     from bert_tf.errors import UserError
-    from bert_tf.fileio import check_writable
-    from bert_tf.fileio import is_remote
 
     if not FLAGS.input_file:
         raise UserError("--input_file is required")
@@ -71,13 +64,8 @@ def main(argv):
         raise UserError("--num_unused_tokens=%d must be >= 0" % FLAGS.num_unused_tokens)
     if FLAGS.lower_thresh < 1:
         raise UserError("--lower_thresh=%d must be >= 1" % FLAGS.lower_thresh)
-    parent = os.path.dirname(os.path.abspath(output_file))
-    if not is_remote(output_file) and not os.path.isdir(parent):
-        raise UserError("--vocab_file: directory %s does not exist" % parent)
-    check_writable(output_file, "vocab_file", directory=False)
-    input_files = pretraining_data.expand_input_patterns(FLAGS.input_file.split(","))
-    vocab.build_vocab(
-        input_files, output_file, vocab_size=FLAGS.vocab_size,
+    vocab.build_vocab_from_patterns(
+        FLAGS.input_file.split(","), output_file, vocab_size=FLAGS.vocab_size,
         do_lower_case=FLAGS.do_lower_case, num_unused_tokens=FLAGS.num_unused_tokens,
         max_lines=FLAGS.max_lines, lower_thresh=FLAGS.lower_thresh,
         num_iterations=FLAGS.num_iterations, max_token_length=FLAGS.max_token_length,

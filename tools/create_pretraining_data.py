@@ -14,7 +14,7 @@ By default (exact mode) the same corpus, vocab, flags and seed give the same
 instances in the same order as the original. `--num_workers=N` (N > 1) or
 `--documents_per_shard=D` switch to sharded mode: shards of D documents each
 get their own seed, run in N processes, and memory stays bounded; the output
-then depends on the seed and D, never on N (see bert_tf/data/pretraining_data.py).
+then depends on the seed and D, never on N (see bert_tf/data/pretraining/create.py).
 Without --documents_per_shard, D comes from the corpus: 10,000, or a 16th of a
 corpus of fewer than 160,000 documents (at least 64), so that a small corpus
 has shards for the workers too. With fewer shards than workers (a corpus of
@@ -31,19 +31,15 @@ mode on Apache Beam (`pip install bert_tf[beam]`) and writes the same files as
     -- --direct_running_mode=multi_processing --direct_num_workers=8
 """
 
-import os
-import sys
+try:  # tools/_bootstrap.py: in a clone, the clone's own bert_tf; quiet TensorFlow
+    import _bootstrap  # noqa: F401
+except ImportError:  # a tool copied out of tools/, or run by runpy: the bert_tf installed
+    pass
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
-    sys.path.insert(0, _REPO)
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from absl import app
+from absl import flags
 
-from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
-
-from bert_tf import cli  # noqa: E402
+from bert_tf.runs import cli
 
 flags.DEFINE_string("input_file", None,
                     "Input raw text file (or comma-separated list of files).")
@@ -104,76 +100,22 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1 and not FLAGS.runner:
         raise app.UsageError("Too many command-line arguments: %s" % " ".join(argv[1:]))
-    from bert_tf import tokenization
-    from bert_tf.data import pretraining_data
     from bert_tf.errors import UserError
+    from bert_tf.runs.create_pretraining_data import create_pretraining_data
 
     for name in ("input_file", "output_file", "vocab_file"):
         if not getattr(FLAGS, name):
             raise UserError("--%s is required" % name)
-    pretraining_data.validate_options(
-        FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, FLAGS.dupe_factor,
-        FLAGS.masked_lm_prob, FLAGS.short_seq_prob, FLAGS.num_workers,
-        FLAGS.documents_per_shard)
-    if FLAGS.record_buffer_mb < 0:
-        raise UserError("--record_buffer_mb=%d must be >= 0" % FLAGS.record_buffer_mb)
-    if FLAGS.runner and FLAGS.num_workers > 1:
-        raise UserError("--num_workers=%d is sharded mode's process count; with --runner=%s "
-                        "the runner's options set the workers (DirectRunner: -- "
-                        "--direct_running_mode=multi_processing --direct_num_workers=%d)"
-                        % (FLAGS.num_workers, FLAGS.runner, FLAGS.num_workers))
-    output_files = pretraining_data.output_file_names(FLAGS.output_file,
-                                                      FLAGS.num_output_files)
-    from bert_tf import fileio
-    for output_file in output_files:
-        if output_file:  # an empty name gets its own error below
-            fileio.check_writable(output_file, "output_file", directory=False)
-    input_files = pretraining_data.expand_input_patterns(FLAGS.input_file.split(","))
-    if FLAGS.runner:
-        _run_on_beam(input_files, output_files, argv[1:])
-        return
-    tokenizer = tokenization.FullTokenizer(
-        vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
-    pretraining_data.create_pretraining_data(
-        input_files, output_files, tokenizer, vocab_file=FLAGS.vocab_file,
-        max_seq_length=FLAGS.max_seq_length,
+    create_pretraining_data(
+        input_file=FLAGS.input_file, output_file=FLAGS.output_file,
+        vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
+        do_whole_word_mask=FLAGS.do_whole_word_mask, max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
-        do_whole_word_mask=FLAGS.do_whole_word_mask, num_workers=FLAGS.num_workers,
-        documents_per_shard=FLAGS.documents_per_shard,
-        record_buffer_bytes=FLAGS.record_buffer_mb << 20)
-
-
-def _run_on_beam(input_files, output_files, beam_args):
-    from bert_tf.errors import UserError
-    try:
-        from bert_tf.data import beam_pipeline
-    except ImportError as e:
-        if not (e.name or "").startswith("apache_beam"):
-            raise
-        raise UserError("--runner=%s needs Apache Beam: pip install 'bert_tf[beam]'"
-                        % FLAGS.runner) from None
-    # DirectRunner's worker processes log to this stderr themselves; their
-    # logs also come back through the runner, once more each.
-    import logging as std_logging
-    std_logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(
-        std_logging.WARNING)
-    # DirectRunner's worker processes import bert_tf as this script does
-    # (from this clone, when it runs from one).
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if os.path.isfile(os.path.join(root, "bert_tf", "__init__.py")):
-        os.environ["PYTHONPATH"] = os.pathsep.join(
-            p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    beam_pipeline.create_pretraining_data_beam(
-        input_files, output_files, FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
-        max_seq_length=FLAGS.max_seq_length,
-        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-        random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
-        masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
-        do_whole_word_mask=FLAGS.do_whole_word_mask,
-        documents_per_shard=FLAGS.documents_per_shard, runner=FLAGS.runner,
-        beam_args=beam_args)
+        num_workers=FLAGS.num_workers, documents_per_shard=FLAGS.documents_per_shard,
+        num_output_files=FLAGS.num_output_files, runner=FLAGS.runner, beam_args=argv[1:],
+        record_buffer_mb=FLAGS.record_buffer_mb)
 
 
 if __name__ == "__main__":

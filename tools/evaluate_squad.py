@@ -17,19 +17,18 @@ detected from the data file ("is_impossible" on a question) unless
 --version_2_with_negative says otherwise.
 """
 
-import os
+try:  # tools/_bootstrap.py: in a clone, the clone's own bert_tf; quiet TensorFlow
+    import _bootstrap  # noqa: F401
+except ImportError:  # a tool copied out of tools/, or run by runpy: the bert_tf installed
+    pass
+
+import json
 import sys
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
-    sys.path.insert(0, _REPO)
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from absl import app
+from absl import flags
 
-from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
-
-from bert_tf import cli  # noqa: E402
+from bert_tf.runs import cli
 
 flags.DEFINE_string("data_file", None,
                     "SQuAD json with gold answers, e.g. dev-v1.1.json or dev-v2.0.json "
@@ -68,9 +67,7 @@ def official_argv(argv):
 
 
 def main(argv):
-    import json  # pylint: disable=g-import-not-at-top
-    from bert_tf import fileio  # pylint: disable=g-import-not-at-top
-    from bert_tf import squad_evaluate  # pylint: disable=g-import-not-at-top
+    from bert_tf.data import squad_evaluate  # pylint: disable=g-import-not-at-top
     from bert_tf.errors import UserError  # pylint: disable=g-import-not-at-top
 
     positional = argv[1:]
@@ -88,19 +85,15 @@ def main(argv):
         raise UserError("--data_file is required")
     if not prediction_file:
         raise UserError("--prediction_file is required")
-    if FLAGS.out_file:
-        fileio.check_writable(FLAGS.out_file, "out_file", directory=False)
 
     result = squad_evaluate.evaluate_file(
         data_file, prediction_file, na_prob_file=FLAGS.na_prob_file,
         version_2_with_negative=FLAGS.version_2_with_negative,
-        na_prob_thresh=FLAGS.na_prob_thresh)
+        na_prob_thresh=FLAGS.na_prob_thresh, out_file=FLAGS.out_file)
     if "exact_match" in result:
         text = json.dumps(result)  # evaluate-v1.1.py
     else:
         text = json.dumps(result, indent=2)  # evaluate-v2.0.py
-    if FLAGS.out_file:
-        fileio.write_text(FLAGS.out_file, json.dumps(result) + "\n")
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
 

@@ -25,19 +25,15 @@ same signatures, float32 outputs; faster where bf16 matmuls are, answers
 within bf16's ~3 significant digits of float32's).
 """
 
-import os
-import sys
+try:  # tools/_bootstrap.py: in a clone, the clone's own bert_tf; quiet TensorFlow
+    import _bootstrap  # noqa: F401
+except ImportError:  # a tool copied out of tools/, or run by runpy: the bert_tf installed
+    pass
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
-    sys.path.insert(0, _REPO)
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from absl import app
+from absl import flags
 
-from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
-
-from bert_tf import cli  # noqa: E402
+from bert_tf.runs import cli
 
 flags.DEFINE_string(
     "task_name", None,
@@ -102,18 +98,13 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Too many command-line arguments: %s" % " ".join(argv[1:]))
-    from bert_tf import export
-    from bert_tf import fileio
-    from bert_tf.config import BertConfig
-
-    fileio.check_writable(FLAGS.export_dir, "export_dir")
-    config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    export.export_saved_model(
-        FLAGS.task_name, config, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.init_checkpoint,
-        FLAGS.export_dir, max_seq_length=FLAGS.max_seq_length, version=FLAGS.version,
-        fmt=FLAGS.format, doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
-        n_best_size=FLAGS.n_best_size, max_answer_length=FLAGS.max_answer_length,
-        bert_config_file=FLAGS.bert_config_file, mixed_precision=FLAGS.mixed_precision)
+    from bert_tf.export.saved_model import export_saved_model
+    export_saved_model(
+        FLAGS.task_name, FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case,
+        FLAGS.init_checkpoint, FLAGS.export_dir, max_seq_length=FLAGS.max_seq_length,
+        version=FLAGS.version, fmt=FLAGS.format, doc_stride=FLAGS.doc_stride,
+        max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,
+        max_answer_length=FLAGS.max_answer_length, mixed_precision=FLAGS.mixed_precision)
 
 
 if __name__ == "__main__":

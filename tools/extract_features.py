@@ -14,20 +14,16 @@ original's JSON (`linex_index`, `features` -> `token`, `layers` -> `index`,
 are still written as float32 numbers, within about 1e-1 of float32's).
 """
 
-import os
-import sys
+try:  # tools/_bootstrap.py: in a clone, the clone's own bert_tf; quiet TensorFlow
+    import _bootstrap  # noqa: F401
+except ImportError:  # a tool copied out of tools/, or run by runpy: the bert_tf installed
+    pass
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
-    sys.path.insert(0, _REPO)
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from absl import app
+from absl import flags
+from absl import logging
 
-from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
-from absl import logging  # noqa: E402
-
-from bert_tf import cli  # noqa: E402
+from bert_tf.runs import cli
 
 flags.DEFINE_string("input_file", None, "")
 flags.DEFINE_string("output_file", None, "")
@@ -71,36 +67,15 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Too many command-line arguments.")
-    from bert_tf import extract_features
-    from bert_tf import fileio
-    from bert_tf import tokenization
-    from bert_tf.config import BertConfig
-    from bert_tf.errors import UserError
-
     if FLAGS.use_tpu:
         logging.warning("--use_tpu: TPUs are reached through tf.distribute in bert_tf; "
                         "extract_features runs on the local device.")
-    fileio.check_writable(FLAGS.output_file, "output_file", directory=False)
-    bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    bert_config.check_max_seq_length(FLAGS.max_seq_length, FLAGS.bert_config_file)
-    tokenization.check_vocab(FLAGS.vocab_file, bert_config, FLAGS.bert_config_file)
-    if FLAGS.max_seq_length < 2:
-        raise UserError("--max_seq_length=%d: must be at least 2 ([CLS] and [SEP])"
-                        % FLAGS.max_seq_length)
-    if FLAGS.batch_size < 1:
-        raise UserError("--batch_size=%d: must be positive" % FLAGS.batch_size)
-    layer_indexes = extract_features.parse_layer_indexes(FLAGS.layers,
-                                                         bert_config.num_hidden_layers)
-    tokenizer = tokenization.FullTokenizer(vocab_file=FLAGS.vocab_file,
-                                           do_lower_case=FLAGS.do_lower_case)
-    examples = extract_features.read_examples(FLAGS.input_file)
-    features = extract_features.convert_examples_to_features(
-        examples, FLAGS.max_seq_length, tokenizer)
-    model = extract_features.load_model(bert_config, FLAGS.init_checkpoint,
-                                        mixed_precision=FLAGS.mixed_precision)
-    count = extract_features.write_features_jsonl(model, features, layer_indexes,
-                                                  FLAGS.batch_size, FLAGS.output_file)
-    logging.info("Wrote %d lines to %s", count, FLAGS.output_file)
+    from bert_tf.runs.extract_features import extract_features
+    extract_features(
+        FLAGS.input_file, FLAGS.output_file, FLAGS.bert_config_file, FLAGS.init_checkpoint,
+        FLAGS.vocab_file, layers=FLAGS.layers, max_seq_length=FLAGS.max_seq_length,
+        do_lower_case=FLAGS.do_lower_case, batch_size=FLAGS.batch_size,
+        mixed_precision=FLAGS.mixed_precision)
 
 
 if __name__ == "__main__":

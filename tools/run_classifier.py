@@ -22,21 +22,16 @@ flags of run_pretraining.py (--distribution_strategy, --num_gpus, --use_xla,
 --mixed_precision, --num_accumulation_steps, --optimizer_type).
 """
 
-import os
-import sys
+try:  # tools/_bootstrap.py: in a clone, the clone's own bert_tf; quiet TensorFlow
+    import _bootstrap  # noqa: F401
+except ImportError:  # a tool copied out of tools/, or run by runpy: the bert_tf installed
+    pass
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
-    sys.path.insert(0, _REPO)
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from absl import app
+from absl import flags
+from absl import logging
 
-from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
-from absl import logging  # noqa: E402
-
-from bert_tf import cli  # noqa: E402
-from bert_tf.errors import UserError  # noqa: E402
+from bert_tf.runs import cli
 
 ## Required parameters
 flags.DEFINE_string(
@@ -101,48 +96,20 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Too many command-line arguments: %s" % " ".join(argv[1:]))
-    from bert_tf import fileio
-    from bert_tf import tokenization
-    from bert_tf.config import BertConfig
-    from bert_tf.data import classifier_data
-
-    tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-    if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
-        raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
-    fileio.check_writable(FLAGS.output_dir, "output_dir")
-    bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    bert_config.check_max_seq_length(FLAGS.max_seq_length, FLAGS.bert_config_file)
-    tokenization.check_vocab(FLAGS.vocab_file, bert_config, FLAGS.bert_config_file)
-    processor = classifier_data.get_processor(FLAGS.task_name)
     if FLAGS.tpu_job_name:
         logging.warning("--tpu_job_name is ignored: TPUStrategy finds the TPU workers itself")
-    # Read every input before any TensorFlow op, so a bad file fails fast.
-    tokenizer = tokenization.FullTokenizer(vocab_file=FLAGS.vocab_file,
-                                           do_lower_case=FLAGS.do_lower_case)
-    examples = {}
-    if FLAGS.do_train:
-        examples["train"] = processor.get_train_examples(FLAGS.data_dir)
-    if FLAGS.do_eval:
-        examples["eval"] = processor.get_dev_examples(FLAGS.data_dir)
-    if FLAGS.do_predict:
-        examples["predict"] = processor.get_test_examples(FLAGS.data_dir)
-
-    # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
-    strategy = cli.strategy_from_flags(FLAGS)
-    from bert_tf import finetuning
-    from bert_tf.tasks import ClassifierTask
-    task = ClassifierTask(bert_config, len(processor.get_labels()),
-                          is_regression=processor.is_regression)
-    finetuning.run_classifier(
-        cli.trainer_from_flags(strategy, task, FLAGS), processor, tokenizer, examples,
-        FLAGS.output_dir, FLAGS.max_seq_length, init_checkpoint=FLAGS.init_checkpoint,
+    from bert_tf.runs.run_classifier import run_classifier
+    run_classifier(
+        FLAGS.task_name, FLAGS.data_dir, FLAGS.bert_config_file, FLAGS.vocab_file,
+        FLAGS.output_dir, init_checkpoint=FLAGS.init_checkpoint,
+        do_lower_case=FLAGS.do_lower_case, max_seq_length=FLAGS.max_seq_length,
+        do_train=FLAGS.do_train, do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict,
         train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
         predict_batch_size=FLAGS.predict_batch_size, learning_rate=FLAGS.learning_rate,
         num_train_epochs=FLAGS.num_train_epochs, warmup_proportion=FLAGS.warmup_proportion,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         iterations_per_loop=FLAGS.iterations_per_loop,
-        num_accumulation_steps=FLAGS.num_accumulation_steps,
-        optimizer_type=FLAGS.optimizer_type)
+        scale_out=cli.scale_out_from_flags(FLAGS))
 
 
 if __name__ == "__main__":

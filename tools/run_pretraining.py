@@ -25,21 +25,15 @@ Speed / memory: --iterations_per_loop, --use_xla, --mixed_precision=bf16|fp16,
 --num_accumulation_steps, --optimizer_type=lamb.
 """
 
-import os
-import sys
+try:  # tools/_bootstrap.py: in a clone, the clone's own bert_tf; quiet TensorFlow
+    import _bootstrap  # noqa: F401
+except ImportError:  # a tool copied out of tools/, or run by runpy: the bert_tf installed
+    pass
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
-    sys.path.insert(0, _REPO)
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from absl import app
+from absl import flags
 
-from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
-from absl import logging  # noqa: E402
-
-from bert_tf import cli  # noqa: E402
-from bert_tf.errors import UserError  # noqa: E402
+from bert_tf.runs import cli
 
 ## Required parameters
 flags.DEFINE_string(
@@ -90,59 +84,17 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Too many command-line arguments: %s" % " ".join(argv[1:]))
-    if not FLAGS.do_train and not FLAGS.do_eval:
-        raise UserError("At least one of `do_train` or `do_eval` must be True.")
-    from bert_tf import fileio
-    fileio.check_writable(FLAGS.output_dir, "output_dir")
-
-    # The strategy comes first: MultiWorkerMirroredStrategy must be created
-    # before TensorFlow runs any op.
-    strategy = cli.strategy_from_flags(FLAGS)
-
-    import tensorflow as tf
-    from bert_tf import training
-    from bert_tf.tasks import PretrainingTask
-    from bert_tf.config import BertConfig
-    from bert_tf.data import input_pipeline
-
-    bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    input_files = input_pipeline.expand_files(cli.split_comma_list(FLAGS.input_file))
-    logging.info("*** Input Files ***")
-    for input_file in input_files:
-        logging.info("  %s", input_file)
-    # The first records of each file now; every record as the pipeline reads it.
-    input_pipeline.check_pretraining_records(input_files, bert_config, FLAGS.max_seq_length,
-                                             FLAGS.max_predictions_per_seq)
-    tf.io.gfile.makedirs(FLAGS.output_dir)
-
-    task = PretrainingTask(bert_config, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
-    trainer = cli.trainer_from_flags(strategy, task, FLAGS)
-
-    def dataset_fn(batch_size, is_training):
-        def fn(input_context):
-            return input_pipeline.create_pretraining_dataset(
-                input_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
-                input_context.get_per_replica_batch_size(batch_size), is_training,
-                input_context=input_context, check_files=False, config=bert_config)
-        return fn
-
-    if FLAGS.do_train:
-        trainer.train(
-            dataset_fn(FLAGS.train_batch_size, True), FLAGS.train_batch_size,
-            FLAGS.num_train_steps, FLAGS.learning_rate, FLAGS.num_warmup_steps,
-            init_checkpoint=FLAGS.init_checkpoint,
-            save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-            iterations_per_loop=FLAGS.iterations_per_loop,
-            num_accumulation_steps=FLAGS.num_accumulation_steps,
-            optimizer_type=FLAGS.optimizer_type)
-
-    if FLAGS.do_eval:
-        results = trainer.evaluate(dataset_fn(FLAGS.eval_batch_size, False),
-                                   FLAGS.eval_batch_size, FLAGS.max_eval_steps,
-                                   init_checkpoint=FLAGS.init_checkpoint)
-        if trainer.is_chief:
-            training.write_eval_results(
-                results, os.path.join(FLAGS.output_dir, "eval_results.txt"))
+    from bert_tf.runs.run_pretraining import run_pretraining
+    run_pretraining(
+        FLAGS.bert_config_file, FLAGS.input_file, FLAGS.output_dir,
+        init_checkpoint=FLAGS.init_checkpoint, max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq, do_train=FLAGS.do_train,
+        do_eval=FLAGS.do_eval, train_batch_size=FLAGS.train_batch_size,
+        eval_batch_size=FLAGS.eval_batch_size, learning_rate=FLAGS.learning_rate,
+        num_train_steps=FLAGS.num_train_steps, num_warmup_steps=FLAGS.num_warmup_steps,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        iterations_per_loop=FLAGS.iterations_per_loop, max_eval_steps=FLAGS.max_eval_steps,
+        scale_out=cli.scale_out_from_flags(FLAGS))
 
 
 if __name__ == "__main__":

@@ -19,22 +19,18 @@ any predictions file with tools/evaluate_squad.py), and the scale-out flags of
 run_pretraining.py.
 """
 
+try:  # tools/_bootstrap.py: in a clone, the clone's own bert_tf; quiet TensorFlow
+    import _bootstrap  # noqa: F401
+except ImportError:  # a tool copied out of tools/, or run by runpy: the bert_tf installed
+    pass
+
 import json
-import os
-import sys
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if os.path.isfile(os.path.join(_REPO, "bert_tf", "__init__.py")):  # a clone: its own bert_tf
-    sys.path.insert(0, _REPO)
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from absl import app
+from absl import flags
+from absl import logging
 
-from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
-from absl import logging  # noqa: E402
-
-from bert_tf import cli  # noqa: E402
-from bert_tf.errors import UserError  # noqa: E402
+from bert_tf.runs import cli
 
 ## Required parameters
 flags.DEFINE_string(
@@ -116,72 +112,25 @@ cli.define_scale_out_flags(flags)
 FLAGS = flags.FLAGS
 
 
-def validate_flags_or_throw(bert_config):
-    """The original's checks, in its order, as one-line errors."""
-    from bert_tf import tokenization
-    tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-    if not FLAGS.do_train and not FLAGS.do_predict:
-        raise UserError("At least one of `do_train` or `do_predict` must be True.")
-    if FLAGS.do_train and not FLAGS.train_file:
-        raise UserError("If `do_train` is True, then `train_file` must be specified.")
-    if FLAGS.do_predict and not FLAGS.predict_file:
-        raise UserError("If `do_predict` is True, then `predict_file` must be specified.")
-    bert_config.check_max_seq_length(FLAGS.max_seq_length, FLAGS.bert_config_file)
-    if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
-        raise UserError(
-            "The max_seq_length (%d) must be greater than max_query_length (%d) + 3"
-            % (FLAGS.max_seq_length, FLAGS.max_query_length))
-    for flag in ("doc_stride", "n_best_size", "max_answer_length", "predict_batch_size"):
-        if getattr(FLAGS, flag) < 1:
-            raise UserError("--%s must be positive, got %d" % (flag, getattr(FLAGS, flag)))
-
-
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Too many command-line arguments: %s" % " ".join(argv[1:]))
-    from bert_tf import tokenization
-    from bert_tf.config import BertConfig
-    from bert_tf.data import squad_data
-
-    bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    validate_flags_or_throw(bert_config)
-    from bert_tf import fileio
-    fileio.check_writable(FLAGS.output_dir, "output_dir")
-    tokenization.check_vocab(FLAGS.vocab_file, bert_config, FLAGS.bert_config_file)
-    tokenizer = tokenization.FullTokenizer(vocab_file=FLAGS.vocab_file,
-                                           do_lower_case=FLAGS.do_lower_case)
-    # Read the inputs before any TensorFlow op, so a bad file fails fast.
-    train_examples = predict_examples = None
-    if FLAGS.do_train:
-        train_examples = squad_data.read_squad_examples(
-            FLAGS.train_file, is_training=True,
-            version_2_with_negative=FLAGS.version_2_with_negative)
-    if FLAGS.do_predict:
-        predict_examples = squad_data.read_squad_examples(
-            FLAGS.predict_file, is_training=False,
-            version_2_with_negative=FLAGS.version_2_with_negative)
-
-    # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
-    strategy = cli.strategy_from_flags(FLAGS)
-    from bert_tf import finetuning
-    from bert_tf.tasks import SquadTask
-    results = finetuning.run_squad(
-        cli.trainer_from_flags(strategy, SquadTask(bert_config), FLAGS), tokenizer,
-        FLAGS.output_dir, train_examples=train_examples, predict_examples=predict_examples,
-        predict_file=FLAGS.predict_file, max_seq_length=FLAGS.max_seq_length,
-        doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
-        do_lower_case=FLAGS.do_lower_case, init_checkpoint=FLAGS.init_checkpoint,
-        train_batch_size=FLAGS.train_batch_size, predict_batch_size=FLAGS.predict_batch_size,
-        learning_rate=FLAGS.learning_rate, num_train_epochs=FLAGS.num_train_epochs,
-        warmup_proportion=FLAGS.warmup_proportion,
+    from bert_tf.runs.run_squad import run_squad
+    results = run_squad(
+        FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.output_dir,
+        train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
+        init_checkpoint=FLAGS.init_checkpoint, do_lower_case=FLAGS.do_lower_case,
+        max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
+        max_query_length=FLAGS.max_query_length, do_train=FLAGS.do_train,
+        do_predict=FLAGS.do_predict, train_batch_size=FLAGS.train_batch_size,
+        predict_batch_size=FLAGS.predict_batch_size, learning_rate=FLAGS.learning_rate,
+        num_train_epochs=FLAGS.num_train_epochs, warmup_proportion=FLAGS.warmup_proportion,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        iterations_per_loop=FLAGS.iterations_per_loop,
-        num_accumulation_steps=FLAGS.num_accumulation_steps,
-        optimizer_type=FLAGS.optimizer_type, n_best_size=FLAGS.n_best_size,
-        max_answer_length=FLAGS.max_answer_length,
+        iterations_per_loop=FLAGS.iterations_per_loop, n_best_size=FLAGS.n_best_size,
+        max_answer_length=FLAGS.max_answer_length, verbose_logging=FLAGS.verbose_logging,
         version_2_with_negative=FLAGS.version_2_with_negative,
         null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-        verbose_logging=FLAGS.verbose_logging)
+        scale_out=cli.scale_out_from_flags(FLAGS))
     if "scores" in results:
         logging.info("***** Scores of predictions.json against %s *****", FLAGS.predict_file)
         print(json.dumps(results["scores"]))

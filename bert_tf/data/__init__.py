@@ -1,9 +1,20 @@
-"""Pre-training data: corpus -> vocab -> TFRecords -> tf.data.
+"""Data for every task: text in, TFRecords out, tf.data pipelines back in.
 
-Modules (import the one you need; this package imports nothing heavy):
-  demo_corpus        a real-English demo corpus from `pydoc_data.topics`.
-  vocab              learn a WordPiece vocab.txt (tensorflow-text's learner).
-  pretraining_data   the original `create_pretraining_data`, exact and fast,
-                     plus a sharded multi-process mode.
-  input_pipeline     the original `input_fn` as a tf.data pipeline.
+  demo_corpus       real English from `pydoc_data.topics`: a pre-training
+                    corpus, a sentence-pair task (MRPC's layout), a SQuAD task.
+  vocab             learn a WordPiece vocab.txt (tensorflow-text's learner).
+  pretraining/      the original create_pretraining_data (exact, sharded,
+                    multi-process, on Beam), a module per job.
+  tfrecord          TFRecord files without TensorFlow (tf.io.TFRecordWriter's bytes).
+  text_features     [CLS] a [SEP] b [SEP] features and truncate_seq_pair.
+  classifier_data   run_classifier's processors, convert_single_example, records.
+  squad_data        run_squad's examples, features, records and predictions.
+  squad_windows     run_squad's doc-stride windows, in Python and as graph ops.
+  squad_evaluate    the official SQuAD v1.1 / v2.0 scores.
+  input_pipeline    the original input_fns as tf.data, with every record checked.
+  finite_input      every eval / predict example exactly once on any number of replicas.
+
+The text modules (all but input_pipeline, finite_input and pretraining/beam)
+import neither TensorFlow nor Keras; TensorFlow is loaded only for `gs://`
+paths and by the functions that write or parse TFRecords with it.
 """

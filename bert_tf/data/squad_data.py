@@ -5,8 +5,9 @@ bert-tensorflow 1.0.4 and GitHub HEAD):
 
   SquadExample, InputFeatures (157-224)    read_squad_examples (227-306)
   convert_examples_to_features (309-473)   _improve_answer_span (476-510)
-  _check_is_max_context (513-547)          input_fn_builder's name_to_features and
-                                           _decode_record (687-713)
+  input_fn_builder's name_to_features and  _decode_record (687-713)
+  (the doc-stride windows and _check_is_max_context, 350-364 and 513-547,
+  are in `bert_tf.data.squad_windows`, with their graph form)
   RawResult (737)                          write_predictions (741-924)
   get_final_text (927-1020)                _get_best_indexes (1023-1032)
   _compute_softmax (1035-1055)             FeatureWriter (1058-1094)
@@ -59,6 +60,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf import tokenization
+from bert_tf.data import squad_windows
 from bert_tf.errors import UserError
 
 
@@ -338,52 +340,6 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
 # Examples -> features.
 # --------------------------------------------------------------------------
 
-_DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
-
-
-def _doc_spans(num_doc_tokens, max_tokens_for_doc, doc_stride):
-    """The sliding windows over the document (the original's loop, 350-364).
-
-    We can have documents that are longer than the maximum sequence length.
-    To deal with this we do a sliding window approach, where we take chunks
-    of the up to our max length with a stride of `doc_stride`.
-    """
-    doc_spans = []
-    start_offset = 0
-    while start_offset < num_doc_tokens:
-        length = num_doc_tokens - start_offset
-        if length > max_tokens_for_doc:
-            length = max_tokens_for_doc
-        doc_spans.append(_DocSpan(start=start_offset, length=length))
-        if start_offset + length == num_doc_tokens:
-            break
-        start_offset += min(length, doc_stride)
-    return doc_spans
-
-
-def _max_context_span_indexes(doc_spans, num_doc_tokens):
-    """For every doc token, the index of its max-context span (None if in none).
-
-    The same answer as `_check_is_max_context` for every (span, position), in
-    one pass: the spans are visited in order and a later span wins only with a
-    strictly higher score, computed with the very same float expression.
-    """
-    best_score = [None] * num_doc_tokens
-    best_span = [None] * num_doc_tokens
-    for span_index, doc_span in enumerate(doc_spans):
-        start = doc_span.start
-        end = doc_span.start + doc_span.length - 1
-        bonus = 0.01 * doc_span.length
-        for position in range(start, end + 1):
-            left = position - start
-            right = end - position
-            score = (left if left < right else right) + bonus  # min(left, right) + bonus
-            if best_score[position] is None or score > best_score[position]:
-                best_score[position] = score
-                best_span[position] = span_index
-    return best_span
-
-
 class _TokenizedDoc(object):
     """A context's WordPiece tokens and the maps to and from its whitespace words."""
 
@@ -403,8 +359,9 @@ class _TokenizedDoc(object):
     def doc_spans(self, max_tokens_for_doc, doc_stride):
         key = (max_tokens_for_doc, doc_stride)
         if key not in self.spans:
-            doc_spans = _doc_spans(len(self.all_doc_tokens), max_tokens_for_doc, doc_stride)
-            self.spans[key] = (doc_spans, _max_context_span_indexes(
+            doc_spans = squad_windows.doc_spans(len(self.all_doc_tokens), max_tokens_for_doc,
+                                                doc_stride)
+            self.spans[key] = (doc_spans, squad_windows.max_context_span_indexes(
                 doc_spans, len(self.all_doc_tokens)))
         return self.spans[key]
 
@@ -624,47 +581,6 @@ def _improve_answer_span(doc_tokens, input_start, input_end, tokenizer,
                 return (new_start, new_end)
 
     return (input_start, input_end)
-
-
-def _check_is_max_context(doc_spans, cur_span_index, position):
-    """Check if this is the 'max context' doc span for the token.
-
-    Because of the sliding window approach taken to scoring documents, a single
-    token can appear in multiple documents. E.g.
-     Doc: the man went to the store and bought a gallon of milk
-     Span A: the man went to the
-     Span B: to the store and bought
-     Span C: and bought a gallon of
-     ...
-
-    Now the word 'bought' will have two scores from spans B and C. We only
-    want to consider the score with "maximum context", which we define as
-    the *minimum* of its left and right context (the *sum* of left and
-    right context will always be the same, of course).
-
-    In the example the maximum context for 'bought' would be span C since
-    it has 1 left context and 3 right context, while span B has 4 left context
-    and 0 right context.
-
-    (`convert_examples_to_features` uses `_max_context_span_indexes`, which
-    gives the same answers for all positions at once.)
-    """
-    best_score = None
-    best_span_index = None
-    for (span_index, doc_span) in enumerate(doc_spans):
-        end = doc_span.start + doc_span.length - 1
-        if position < doc_span.start:
-            continue
-        if position > end:
-            continue
-        num_left_context = position - doc_span.start
-        num_right_context = end - position
-        score = min(num_left_context, num_right_context) + 0.01 * doc_span.length
-        if best_score is None or score > best_score:
-            best_score = score
-            best_span_index = span_index
-
-    return cur_span_index == best_span_index
 
 
 # --------------------------------------------------------------------------

@@ -18,6 +18,7 @@ corpus and options give the same file.
 """
 
 import collections
+import os
 import time
 
 from absl import logging
@@ -49,13 +50,13 @@ def count_words(input_files, do_lower_case=True, max_lines=None):
       A `collections.Counter` word -> count.
     """
     from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
-    from bert_tf.data import pretraining_data  # pylint: disable=g-import-not-at-top
+    from bert_tf.data.pretraining import reading  # pylint: disable=g-import-not-at-top
 
     basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
     chunk_counts = collections.Counter()
     lines = 0
     for input_file in input_files:
-        for line in pretraining_data.iter_lines(input_file):
+        for line in reading.iter_lines(input_file):
             line = line.strip()
             if not line:
                 continue
@@ -177,3 +178,30 @@ def build_vocab(input_files, output_file, vocab_size=30522, do_lower_case=True,
     logging.info("Wrote %d tokens to %s in %.1fs", len(tokens), output_file,
                  time.perf_counter() - start)
     return tokens
+
+
+def build_vocab_from_patterns(input_patterns, output_file, **kwargs):
+    """`build_vocab` on `--input_file`'s names and globs, once `output_file` is known writable.
+
+    What `tools/build_vocab.py` runs: the directory of `output_file` must
+    exist and the file be writable (checked before the corpus is read), and
+    the input patterns are expanded as `create_pretraining_data` expands
+    them (`expand_input_patterns`: a pattern that matches nothing is an
+    error).
+
+    Args:
+      input_patterns: list of str file names and globs.
+      output_file: str, the vocab.txt to write (atomically).
+      **kwargs: the other arguments of `build_vocab`.
+
+    Returns:
+      The list of tokens written.
+    """
+    from bert_tf.data.pretraining import reading  # pylint: disable=g-import-not-at-top
+
+    parent = os.path.dirname(os.path.abspath(output_file))
+    if not fileio.is_remote(output_file) and not os.path.isdir(parent):
+        raise UserError("--vocab_file: directory %s does not exist" % parent)
+    fileio.check_writable(output_file, "vocab_file", directory=False)
+    input_files = reading.expand_input_patterns(input_patterns)
+    return build_vocab(input_files, output_file, **kwargs)

@@ -1,9 +1,14 @@
-"""Tasks: what `bert_tf.training.Trainer` trains, evaluates and predicts.
+"""Tasks: what is trained, evaluated and predicted; one module per task.
 
-  base         the `Task` contract.
-  pretraining  `PretrainingTask`: masked LM + next sentence (run_pretraining).
-  classifier   `ClassifierTask`: GLUE-style classification / regression (run_classifier).
-  squad        `SquadTask`: SQuAD 1.1 / 2.0 spans (run_squad).
+  base         the `Task` contract (what `bert_tf.training.Trainer` and the
+               models' Keras methods read from a task).
+  task_model   `TaskModel`: Keras `compile` / `fit` / `evaluate` / `predict`
+               on that contract, mixed into each task's model class.
+  pretraining  `BertPretrainer`, the masked-LM and next-sentence losses,
+               `PretrainingTask` (run_pretraining).
+  classifier   `BertClassifier`, the classification / regression losses,
+               `ClassifierTask` (run_classifier).
+  squad        `BertSquad`, the span loss, `SquadTask` (run_squad).
 """
 
 from bert_tf.tasks.base import Task  # noqa: F401

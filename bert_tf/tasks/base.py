@@ -1,11 +1,20 @@
-"""The task contract between a model and `bert_tf.training.Trainer` (original: a `model_fn`).
+"""The task contract: what `bert_tf.training.Trainer` and Keras `fit` read from a task.
 
 The original wrote one `model_fn` per script: build `BertModel` and a head,
 compute the loss, and per mode a train op, eval metrics or predictions. A
 `Task` says the same things to the trainer, which owns everything else
-(strategy, loops, checkpoints, precision, summaries). A new task is one
-module: a head (`bert_tf/heads.py`), a feature spec (`bert_tf/data/`), and a
-`Task` subclass.
+(strategy, loops, checkpoints, precision, summaries). A task is one module of
+this package: its Keras model class (`TaskModel` + `keras.Model`, the model
+and its head), its per-example losses, and its `Task` subclass; the head
+layers are in `bert_tf/modeling/heads.py`, the feature spec in `bert_tf/data/`.
+
+Everything the trainer, the runs and the models' Keras methods read from a
+task is in this contract: `config`, `label_keys`, `build_model`, the loss
+(`loss_normalizers`, `compute_loss`, `train_metrics`), evaluation
+(`eval_step`, `eval_batch_loss`, `eval_results`, and
+`eval_results_from_predictions` where a metric needs every prediction) and
+the one prediction contract, `predict_step`: `Trainer.predict` and the
+models' `predict` both return what it returns.
 
 How a loss is split across replicas and accumulation micro-batches: the
 trainer all-reduces `loss_normalizers(features)` (local sums, e.g. the number
@@ -19,9 +28,9 @@ sums weighted by `is_real_example` (padding examples weigh 0), the trainer
 adds them over replicas and batches, and `eval_results` turns them into the
 original's metrics.
 
-The same contract drives Keras: the models' `fit` / `evaluate`
-(`bert_tf.training.keras_model.TaskModel`) run the trainer's replica step and
-keep these sums in Keras metrics.
+The same contract drives Keras: the models' `fit` / `evaluate` / `predict`
+(`bert_tf.tasks.task_model.TaskModel`) run the trainer's replica step, keep
+these sums in Keras metrics and return `predict_step`'s outputs.
 """
 
 import abc
@@ -32,15 +41,25 @@ import tensorflow as tf
 class Task(abc.ABC):
     """What a training task tells the trainer.
 
+    Args:
+      config: the model's `BertConfig`.
+
     Attributes:
+      config: the model's `BertConfig` (the runs check records against it).
       name: a short name for logs.
+      label_keys: the label features the loss reads; Keras's `y` fills them
+        (a bare `y` fills the only one, when there is one).
       metric_sum_keys: keys of the training metric sums `compute_loss` returns.
       eval_sum_keys: keys of the sums `eval_step` returns.
     """
 
     name = "task"
+    label_keys = ()
     metric_sum_keys = ()
     eval_sum_keys = ()
+
+    def __init__(self, config):
+        self.config = config
     # Whether `eval_results_from_predictions` adds metrics that need every
     # prediction (e.g. a rank correlation), not only sums.
     needs_eval_predictions = False
@@ -95,9 +114,15 @@ class Task(abc.ABC):
         """Metrics from every example's `predict_step` outputs, in input order."""
         return {}
 
+    @abc.abstractmethod
     def predict_step(self, model, features):
-        """{name: Tensor [batch_size, ...]}: per-example outputs (the original's `predictions`)."""
-        raise NotImplementedError("task %s has no predictions" % self.name)
+        """{name: Tensor [batch_size, ...]}: per-example outputs (the original's `predictions`).
+
+        The one prediction contract: `Trainer.predict` and the models' Keras
+        `predict` both return these (the trainer in input order, padding
+        dropped). Features that identify or score an example (`unique_ids`,
+        `label_ids`) are passed through when the batch holds them.
+        """
 
 
 def real_example_weights(features):
@@ -129,3 +154,12 @@ def safe_div(numerator, denominator):
     numerator = float(numerator)
     denominator = float(denominator)
     return numerator / denominator if denominator else 0.0
+
+
+def passed_through(features, keys):
+    """{key: int Tensor [batch_size]} for each of `keys` that `features` holds.
+
+    What `predict_step` hands back beside its outputs, so a prediction can be
+    matched to its example (`unique_ids`) or scored (`label_ids`).
+    """
+    return {key: tf.reshape(features[key], [-1]) for key in keys if key in features}

@@ -7,6 +7,11 @@
 
 Every file is written under a temporary name and renamed, so a process killed
 at any point leaves only complete files under the real names.
+
+`Checkpoints` is the one home of the checkpoint cadence (resume from the
+latest, save every `save_checkpoints_steps` and at the end, keep the newest
+`keep_checkpoint_max`): `bert_tf.training.Trainer` and the Keras callback
+`bert_tf.training.callbacks.CheckpointCallback` both keep an output_dir with it.
 """
 
 import os
@@ -16,8 +21,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import checkpoint as checkpoint_lib
 from bert_tf import fileio
+from bert_tf.modeling import checkpoint as checkpoint_lib
 
 CHECKPOINT_BASENAME = "model.ckpt"
 # The Estimator's RunConfig default.
@@ -67,6 +72,101 @@ def remove_stale_temporary_files(output_dir):
                 tf.io.gfile.remove(path)
             except tf.errors.OpError:
                 pass
+
+
+class Checkpoints(object):
+    """An output_dir's `model.ckpt-<global_step>`, kept as the Estimator kept them.
+
+    A run resumes from the latest checkpoint (weights, the optimizer's
+    `adam_m` / `adam_v` slots and its step), saves when global_step passes a
+    multiple of `save_checkpoints_steps` and at its end, and keeps the newest
+    `keep_checkpoint_max`. Only the chief writes; every worker restores.
+
+    Args:
+      output_dir: the run's directory.
+      save_checkpoints_steps: save when global_step passes a multiple of it.
+      keep_checkpoint_max: how many checkpoints to keep (the Estimator's 5).
+      is_chief: whether this process writes.
+
+    Attributes:
+      saved_step: the global_step of the checkpoint last written or restored
+        (None before either).
+    """
+
+    def __init__(self, output_dir, save_checkpoints_steps=1000,
+                 keep_checkpoint_max=KEEP_CHECKPOINT_MAX, is_chief=True):
+        self.output_dir = output_dir
+        self.save_checkpoints_steps = int(save_checkpoints_steps)
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self.is_chief = is_chief
+        self.saved_step = None
+        self._counted_from = 0
+
+    def prepare(self):
+        """Creates output_dir and removes temporary files a killed writer left (chief only)."""
+        if self.is_chief:
+            tf.io.gfile.makedirs(self.output_dir)
+            remove_stale_temporary_files(self.output_dir)
+
+    def restore(self, model, optimizer=None):
+        """Loads the latest checkpoint into `model` (and `optimizer`'s slots and step).
+
+        Args:
+          model: the model (or layers, or variables) the checkpoint was saved from.
+          optimizer: an optimizer of `bert_tf.training.optimization` (the one
+            with the slots, inside any loss-scale wrapper), or None for the
+            weights alone.
+
+        Returns:
+          (the checkpoint prefix, its global_step), or (None, None) when
+          output_dir holds no checkpoint.
+
+        Raises:
+          UserError: the checkpoint does not fit the model (strict load).
+        """
+        latest = latest_checkpoint(self.output_dir)
+        if not latest:
+            return None, None
+        report = checkpoint_lib.load_checkpoint(model, latest, strict=True, optimizer=optimizer,
+                                                flag="output_dir")
+        step = report.global_step or 0
+        if optimizer is not None:
+            optimizer.iterations.assign(step)
+        self.saved_step = self._counted_from = step
+        return latest, step
+
+    def count_from(self, step):
+        """A run that restored nothing starts at `step`: the next save comes a period after it."""
+        self._counted_from = step
+
+    def steps_to_next_save(self, step):
+        """How many steps from `step` to the next multiple of save_checkpoints_steps."""
+        every = self.save_checkpoints_steps
+        return (step // every + 1) * every - step
+
+    def due(self, step):
+        """Whether global_step `step` passed a multiple of save_checkpoints_steps since the last save.
+
+        (`>`, not `==`: Keras's `steps_per_execution` > 1 reports every that
+        many steps, so a multiple can be passed between two reports.)
+        """
+        every = self.save_checkpoints_steps
+        return step // every > self._counted_from // every
+
+    def save(self, model, optimizer, step):
+        """Writes `output_dir/model.ckpt-<step>` (chief only) and prunes the oldest.
+
+        Returns:
+          The checkpoint prefix, or None on a non-chief worker.
+        """
+        self.saved_step = self._counted_from = step
+        if not self.is_chief:
+            return None
+        prefix = checkpoint_prefix(self.output_dir, step)
+        checkpoint_lib.save_checkpoint(model, prefix, optimizer=optimizer, global_step=step)
+        prune_checkpoints(self.output_dir, self.keep_checkpoint_max)
+        logging.info("Saved checkpoint for step %d: %s", step, prefix)
+        return prefix
 
 
 def write_eval_results(results, path):

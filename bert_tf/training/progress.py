@@ -7,6 +7,9 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
 
+# The Estimator logged the loss every 100 steps on CPU/GPU.
+LOG_STEPS = 100
+
 # TensorBoard's scalar-plugin metadata, so `tf.summary.write` makes scalar
 # summaries without importing `tensorboard` (not a dependency of this project).
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(

@@ -10,7 +10,7 @@ with SUM) and micro-batches, the gradient is exactly that of the original's
 loss on the global batch; the optimizer then clips it by global norm 1.0 and
 updates.
 
-`bert_tf.training.keras_model.TaskModel` makes the same replica step Keras's
+`bert_tf.tasks.task_model.TaskModel` makes the same replica step Keras's
 `train_step`.
 """
 

@@ -2,7 +2,7 @@
 
 The original trained with `TPUEstimator` (gone from TensorFlow 2). `Trainer`
 does what it did for `run_pretraining.py`, `run_classifier.py` and
-`run_squad.py`, under any `tf.distribute.Strategy` (`bert_tf.distribute`):
+`run_squad.py`, under any `tf.distribute.Strategy` (`bert_tf.training.distribute`):
 
   * `output_dir/model.ckpt-<global_step>` every `save_checkpoints_steps` and
     at the end, in Google's format with `adam_m`/`adam_v` and `global_step`,
@@ -25,7 +25,7 @@ record, see `bert_tf.data.input_pipeline`) stops training, evaluation or
 prediction with a one-line `UserError` naming its file and number.
 
 Example:
-  strategy = bert_tf.distribute.get_strategy("mirrored", num_gpus=8)
+  strategy = bert_tf.training.distribute.get_strategy("mirrored", num_gpus=8)
   trainer = Trainer(strategy, PretrainingTask(config, 128, 20), "/tmp/out")
   trainer.train(dataset_fn, train_batch_size=256, num_train_steps=100000,
                 learning_rate=1e-4, num_warmup_steps=10000)
@@ -41,16 +41,17 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import checkpoint as checkpoint_lib
-from bert_tf import distribute
-from bert_tf import optimization
 from bert_tf.data import input_pipeline
 from bert_tf.data.finite_input import FiniteInput
 from bert_tf.data.finite_input import in_input_order
 from bert_tf.errors import UserError
+from bert_tf.modeling import checkpoint as checkpoint_lib
+from bert_tf.modeling.precision import dtype_policy
+from bert_tf.training import distribute
+from bert_tf.training import optimization
 from bert_tf.training import output_dir as output_dir_lib
 from bert_tf.training import steps as steps_lib
-from bert_tf.training.precision import dtype_policy
+from bert_tf.training.progress import LOG_STEPS
 from bert_tf.training.progress import TrainProgress
 from bert_tf.training.progress import format_duration
 from bert_tf.training.progress import scalar_summary
@@ -58,8 +59,6 @@ from bert_tf.training.progress import scalar_summary
 # fp16 dynamic loss scaling (Keras's LossScaleOptimizer defaults).
 INITIAL_LOSS_SCALE = 2.0 ** 15
 LOSS_SCALE_GROWTH_STEPS = 2000
-# The Estimator logged the loss every 100 steps on CPU/GPU.
-LOG_STEPS = 100
 
 
 class NonFiniteLossError(UserError):
@@ -76,7 +75,7 @@ class Trainer(object):
     """Trains, evaluates and predicts with one task's model under a `tf.distribute.Strategy`.
 
     Args:
-      strategy: a `tf.distribute.Strategy` (`bert_tf.distribute.get_strategy`).
+      strategy: a `tf.distribute.Strategy` (`bert_tf.training.distribute.get_strategy`).
       task: a `bert_tf.tasks.Task` (it builds the model and says what its
         loss, eval metrics and predictions are).
       output_dir: where checkpoints, summaries and results go.
@@ -99,6 +98,10 @@ class Trainer(object):
         self.keep_checkpoint_max = keep_checkpoint_max
         self.log_steps = int(log_steps)
         self.is_chief = distribute.is_chief(strategy)
+        # The output_dir's checkpoints; `train` sets the period to its save_checkpoints_steps.
+        self.checkpoints = output_dir_lib.Checkpoints(output_dir,
+                                                      keep_checkpoint_max=keep_checkpoint_max,
+                                                      is_chief=self.is_chief)
         with dtype_policy(mixed_precision), strategy.scope():
             self.model = task.build_model()
         self.optimizer = None
@@ -137,15 +140,10 @@ class Trainer(object):
         Returns:
           The global step the model is at.
         """
-        latest = output_dir_lib.latest_checkpoint(self.output_dir)
+        use_optimizer = with_optimizer and self.optimizer is not None
+        latest, step = self.checkpoints.restore(
+            self.model, self.base_optimizer if use_optimizer else None)
         if latest:
-            use_optimizer = with_optimizer and self.optimizer is not None
-            report = checkpoint_lib.load_checkpoint(
-                self.model, latest, strict=True,
-                optimizer=self.base_optimizer if use_optimizer else None, flag="output_dir")
-            step = report.global_step or 0
-            if use_optimizer:
-                self.base_optimizer.iterations.assign(step)
             logging.info("Resuming from %s (global_step %d)%s", latest, step,
                          "; --init_checkpoint is ignored, as the original's Estimator did"
                          if init_checkpoint else "")
@@ -155,6 +153,7 @@ class Trainer(object):
         if init_checkpoint:
             self._init_from_checkpoint(init_checkpoint)
             self._restored_from = init_checkpoint
+        self.checkpoints.count_from(0)
         self.global_step = 0
         return 0
 
@@ -189,14 +188,7 @@ class Trainer(object):
           The checkpoint prefix, or None on a non-chief worker.
         """
         step = self.global_step if step is None else step
-        if not self.is_chief:
-            return None
-        prefix = output_dir_lib.checkpoint_prefix(self.output_dir, step)
-        checkpoint_lib.save_checkpoint(self.model, prefix, optimizer=self.base_optimizer,
-                                       global_step=step)
-        output_dir_lib.prune_checkpoints(self.output_dir, self.keep_checkpoint_max)
-        logging.info("Saved checkpoint for step %d: %s", step, prefix)
-        return prefix
+        return self.checkpoints.save(self.model, self.base_optimizer, step)
 
     # ------------------------------------------------------------- training
 
@@ -209,12 +201,11 @@ class Trainer(object):
                 self.strategy, self.task, replica_step)
         return self._train_loops[num_accumulation_steps]
 
-    def _next_chunk(self, step, num_train_steps, iterations_per_loop, save_checkpoints_steps):
+    def _next_chunk(self, step, num_train_steps, iterations_per_loop):
         """Steps in the next host loop: it ends at each save and each log boundary."""
-        def to_next_multiple(every):
-            return (step // every + 1) * every - step
-        return min(iterations_per_loop, to_next_multiple(save_checkpoints_steps),
-                   to_next_multiple(self.log_steps), num_train_steps - step)
+        to_next_log = (step // self.log_steps + 1) * self.log_steps - step
+        return min(iterations_per_loop, self.checkpoints.steps_to_next_save(step), to_next_log,
+                   num_train_steps - step)
 
     def _check_finite(self, losses, step):
         bad = np.flatnonzero(~np.isfinite(losses))
@@ -241,7 +232,7 @@ class Trainer(object):
             original's "Total batch size for training").
           num_train_steps: int, the final global_step.
           learning_rate, num_warmup_steps, optimizer_type: see
-            `bert_tf.optimization.create_optimizer`.
+            `bert_tf.training.optimization.create_optimizer`.
           init_checkpoint: checkpoint to start from when `output_dir` has none.
           save_checkpoints_steps: checkpoint every this many steps (and at the end).
           iterations_per_loop: at most this many steps per `tf.function` call
@@ -272,9 +263,8 @@ class Trainer(object):
         if self.optimizer is None:
             self._create_optimizer(learning_rate, num_train_steps, num_warmup_steps,
                                    optimizer_type)
-        if self.is_chief:
-            tf.io.gfile.makedirs(self.output_dir)
-            output_dir_lib.remove_stale_temporary_files(self.output_dir)
+        self.checkpoints.save_checkpoints_steps = int(save_checkpoints_steps)
+        self.checkpoints.prepare()
         step = self.restore(init_checkpoint, with_optimizer=True)
         if step >= num_train_steps:
             logging.info("Skipping training since max_steps has already saved (global_step "
@@ -292,15 +282,14 @@ class Trainer(object):
                                  train_batch_size)
         # The optimizer's schedule, to log the learning rate of each loop's last update.
         schedule = optimization.WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps)
-        history, first_step, saved_step = [], step, None
+        history, first_step = [], step
         # Port note: TPUEstimator ran `iterations_per_loop` steps per host call
         # on TPU only; here every device runs the steps of a host loop inside
         # one tf.function, and a loop also ends at each multiple of
         # save_checkpoints_steps (checkpoints land exactly on those steps) and
         # of log_steps (progress shows at least that often).
         while step < num_train_steps:
-            chunk = self._next_chunk(step, num_train_steps, iterations_per_loop,
-                                     save_checkpoints_steps)
+            chunk = self._next_chunk(step, num_train_steps, iterations_per_loop)
             loop_start = time.time()
             # A bad input record (checked in tf.data) stops the run with one line.
             with input_pipeline.bad_records_as_user_errors():
@@ -313,10 +302,9 @@ class Trainer(object):
             train_metrics = self.task.train_metrics({k: float(v) for k, v in metric_sums.items()})
             history.append(progress.record(step, losses, time.time() - loop_start,
                                            float(schedule(max(step - 1, 0))), train_metrics))
-            if steps_done and (step % save_checkpoints_steps == 0 or step >= num_train_steps):
+            if steps_done and (self.checkpoints.due(step) or step >= num_train_steps):
                 self.save(step)
-                saved_step = step
-        if saved_step != step:
+        if self.checkpoints.saved_step != step:
             self.save(step)
         progress.close()
         logging.info("Training done: global_step %d, %d steps in %s", step, step - first_step,

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from bert_tf import tokenization
-from bert_tf.data import pretraining_data as pd
+from bert_tf.data import pretraining as pd
 from bert_tf.errors import UserError
 from tests.data import pretraining_testlib as lib
 from tests.tools import toolrun
@@ -24,8 +24,8 @@ SMALL = dict(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2)
 @pytest.fixture(scope="module")
 def bp():
     pytest.importorskip("apache_beam")
-    from bert_tf.data import beam_pipeline  # pylint: disable=g-import-not-at-top
-    return beam_pipeline
+    from bert_tf.data.pretraining import beam  # pylint: disable=g-import-not-at-top
+    return beam
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def _read_bytes(path):
 
 def test_iter_lines_at_reads_any_range_of_lines(tmp_path, monkeypatch):
     """Any [start, end) between line starts reads exactly those lines of `iter_lines`."""
-    monkeypatch.setattr(pd, "_READ_BLOCK_BYTES", 5)  # lines cross read blocks
+    monkeypatch.setattr(pd.reading, "_READ_BLOCK_BYTES", 5)  # lines cross read blocks
     cases = {
         "crlf": b"one\r\ntwo lines\r\n\r\nthree\r\n",
         "lone_cr": b"a\rb\nc\n\r\nlast",
@@ -108,26 +108,26 @@ def test_iter_lines_at_reads_any_range_of_lines(tmp_path, monkeypatch):
         path = str(tmp_path / name)
         with open(path, "wb") as f:
             f.write(data)
-        whole = list(pd.iter_lines_at(path))
-        assert [line for _, line in whole] == list(pd.iter_lines(path)), name
+        whole = list(pd.reading.iter_lines_at(path))
+        assert [line for _, line in whole] == list(pd.reading.iter_lines(path)), name
         starts = [offset for offset, _ in whole] + [None]
         for (offset, line), stop in zip(whole, starts[1:]):
             raw = data[offset:stop]
             assert raw.replace(b"\r", b"").decode("utf-8", "ignore") == line, name
         for i in range(len(starts)):
             for j in range(i + 1, len(starts)):
-                got = list(pd.iter_lines_at(path, None, starts[i], starts[j]))
+                got = list(pd.reading.iter_lines_at(path, None, starts[i], starts[j]))
                 assert got == whole[i:j], (name, starts[i], starts[j])
 
 
 @pytest.mark.parametrize("documents_per_shard", [1, 7, 40, 10 ** 6])
 def test_planned_shards_hold_the_sharded_modes_documents(corpus, documents_per_shard):
     files = corpus["files"]
-    expected = list(pd._iter_shards(files, documents_per_shard, None))
-    planned = list(pd.plan_shards(files, documents_per_shard))
+    expected = list(pd.workers._iter_shards(files, documents_per_shard, None))
+    planned = list(pd.reading.plan_shards(files, documents_per_shard))
     assert [k for k, _ in planned] == [k for k, _ in expected]
     for (k, segments), (_, documents) in zip(planned, expected):
-        assert pd.read_shard_documents(segments) == documents, k
+        assert pd.reading.read_shard_documents(segments) == documents, k
     if documents_per_shard == 40:
         # The b_*.txt glob: b_1.txt's last document continues in b_2.txt.
         crossing = [s for _, s in planned if len(s) > 1]
@@ -135,28 +135,28 @@ def test_planned_shards_hold_the_sharded_modes_documents(corpus, documents_per_s
 
 
 def test_planned_shards_across_many_files(many_files):
-    planned = list(pd.plan_shards(many_files, 9))
-    expected = list(pd._iter_shards(many_files, 9, None))
+    planned = list(pd.reading.plan_shards(many_files, 9))
+    expected = list(pd.workers._iter_shards(many_files, 9, None))
     assert len(planned) == len(expected) > 10
     assert sum(len(s) > 1 for _, s in planned) > 5
     for (_, segments), (_, documents) in zip(planned, expected):
-        assert pd.read_shard_documents(segments) == documents
+        assert pd.reading.read_shard_documents(segments) == documents
 
 
 def test_planning_counts_bad_utf8_and_rejects_an_empty_file(tmp_path):
     bad = str(tmp_path / "bad.txt")
     with open(bad, "wb") as f:
         f.write(b"good line\n\nbad \xff line\nand \xc3\n")
-    stats, reference = pd._DecodeStats(), pd._DecodeStats()
-    list(pd.plan_shards([bad], 1, stats))
-    list(pd.iter_raw_documents([bad], reference))
+    stats, reference = pd.reading.DecodeStats(), pd.reading.DecodeStats()
+    list(pd.reading.plan_shards([bad], 1, stats))
+    list(pd.reading.iter_raw_documents([bad], reference))
     assert (stats.bad_lines, stats.first_bad) == (reference.bad_lines, reference.first_bad) \
         == (2, (bad, 3))
     empty = str(tmp_path / "empty.txt")
     with open(empty, "w") as f:
         f.write("\n \t\n")
     with pytest.raises(UserError, match="empty.txt has no text"):
-        list(pd.plan_shards([bad, empty], 1))
+        list(pd.reading.plan_shards([bad, empty], 1))
 
 
 def test_output_file_names():
@@ -214,8 +214,8 @@ def test_beam_one_shard_is_the_exact_algorithm(bp, corpus, workdir):
     beam = _outputs(workdir, "one_shard_beam", 2)
     exact = _outputs(workdir, "one_shard_exact", 2)
     tokenizer = tokenization.FullTokenizer(corpus["vocab"])
-    pd.create_pretraining_data(corpus["files"], exact, tokenizer, random_seed=pd.shard_seed(17, 0),
-                               **SMALL)
+    pd.create_pretraining_data(corpus["files"], exact, tokenizer,
+                               random_seed=pd.instances.shard_seed(17, 0), **SMALL)
     stats = bp.create_pretraining_data_beam(corpus["files"], beam, corpus["vocab"],
                                             random_seed=17, documents_per_shard=10 ** 6, **SMALL)
     assert stats["shards"] == 1
@@ -232,7 +232,7 @@ def test_beam_one_shard_equals_the_original(bp, corpus, workdir):
     bp.create_pretraining_data_beam(pd.expand_input_patterns(patterns), beam, corpus["vocab"],
                                     random_seed=23, documents_per_shard=10 ** 6, **SMALL)
     flags = ["--input_file=" + ",".join(patterns), "--output_file=" + ",".join(original),
-             "--vocab_file=" + corpus["vocab"], "--random_seed=%d" % pd.shard_seed(23, 0)]
+             "--vocab_file=" + corpus["vocab"], "--random_seed=%d" % pd.instances.shard_seed(23, 0)]
     flags += ["--%s=%s" % (k, v) for k, v in SMALL.items()]
     lib.run_original(os.path.dirname(original[0]), [("pip", flags)])
     for ours, theirs in zip(beam, original):
@@ -297,7 +297,7 @@ def test_beam_bad_input_leaves_the_old_outputs(bp, corpus, workdir):
 def test_beam_crashing_worker_leaves_no_output(bp, corpus, workdir, monkeypatch):
     """A worker that dies mid-way (not a UserError): no file under the final names."""
     outputs = _outputs(workdir, "crash", 3)
-    real = pd.generate_shard
+    real = pd.workers.generate_shard
     done = []
 
     def crash_on_shard_3(shard_index, *args):
@@ -306,7 +306,7 @@ def test_beam_crashing_worker_leaves_no_output(bp, corpus, workdir, monkeypatch)
         done.append(shard_index)
         return real(shard_index, *args)
 
-    monkeypatch.setattr(pd, "generate_shard", crash_on_shard_3)
+    monkeypatch.setattr(pd.workers, "generate_shard", crash_on_shard_3)
     with pytest.raises(Exception, match="worker lost on shard 3"):
         bp.create_pretraining_data_beam(corpus["files"], outputs, corpus["vocab"],
                                         documents_per_shard=20, **SMALL)

@@ -1,4 +1,4 @@
-"""bert_tf.data.pretraining_data against the original create_pretraining_data.py.
+"""bert_tf.data.pretraining against the original create_pretraining_data.py.
 
 The original (pip bert-tensorflow 1.0.4, and a re-statement of GitHub HEAD's
 whole-word masking) runs in one oracle process for all configurations; our
@@ -15,7 +15,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import tokenization
-from bert_tf.data import pretraining_data as pd
+from bert_tf.data import pretraining as pd
 from bert_tf.errors import UserError
 from tests.data import pretraining_testlib as lib
 
@@ -187,7 +187,7 @@ def test_serializer_equals_protobuf_deterministic():
     rng = random.Random(0)
     for max_seq_length, max_pred, max_id in ((5, 1, 30), (32, 5, 200), (128, 20, 30521),
                                              (64, 80, 3 * 10 ** 6)):
-        serializer = pd.ExampleSerializer(max_seq_length, max_pred, max_id)
+        serializer = pd.records.ExampleSerializer(max_seq_length, max_pred, max_id)
         for _ in range(40):
             len_a = rng.randint(1, max_seq_length - 4)
             len_b = rng.randint(1, max_seq_length - 3 - len_a)
@@ -216,8 +216,8 @@ def test_serializer_equals_protobuf_deterministic():
 
 
 def test_inline_rng_reproduces_random():
-    assert pd._check_inline_rng()
-    gen = pd.InstanceGenerator(random.Random(42), _TinyVocab(), None, 64, 10, 0.15, 0.1)
+    assert pd.instances._check_inline_rng()
+    gen = pd.instances.InstanceGenerator(random.Random(42), _TinyVocab(), None, 64, 10, 0.15, 0.1)
     ref = random.Random(42)
     for n in list(range(0, 70)) + [1000]:
         x, y = list(range(n)), list(range(n))
@@ -238,8 +238,8 @@ FALLBACK_CONFIGS = ["seq32_short", "mask_all", "wwm_seq32"]
 
 def _force_stock_rng(monkeypatch):
     """As on a Python whose random.Random the inlined helpers do not reproduce."""
-    monkeypatch.setattr(pd, "_INLINE_RNG_OK", None)
-    monkeypatch.setattr(pd, "_check_inline_rng", lambda: False)
+    monkeypatch.setattr(pd.instances, "_INLINE_RNG_OK", None)
+    monkeypatch.setattr(pd.instances, "_check_inline_rng", lambda: False)
 
 
 def _run_with_stock_rng(flags, monkeypatch):
@@ -256,7 +256,7 @@ def _run_with_stock_rng(flags, monkeypatch):
 @pytest.mark.parametrize("name", FALLBACK_CONFIGS)
 def test_stock_random_fallback_equals_the_inlined_path(name, corpus, workdir, monkeypatch):
     """The fallback (stock `rng.randint` / `rng.shuffle`) writes the inlined path's records."""
-    if not pd._inline_rng_ok():
+    if not pd.instances.inline_rng_ok():
         pytest.skip("the inlined helpers do not reproduce this Python's random.Random")
     cfg = dict(CONFIGS)[name]
     inline_flags, inline_outputs = _flags(corpus, workdir, name, cfg, "ours_inline_rng")
@@ -307,12 +307,12 @@ def test_cached_tokenizer_equals_tokenizer(corpus):
     cased = tokenization.FullTokenizer(corpus["vocab"], do_lower_case=False)
     lines = []
     for name in ("a", "topics", "edge"):
-        lines.extend(pd.iter_lines(corpus[name]))
+        lines.extend(pd.reading.iter_lines(corpus[name]))
     lines += ["  leading and trailing  ", "tab\tseparated\x1cfile\x1dsep", "ΣΑΣ ΟΔΟΣ σ",
               "x\u3000y\u2003z", "\u535a\u63a8zz", "a" * 250 + " b", "", " ", "İstanbul ǅ ß",
               "e\u0301t\u00e9 \u00e9t\u00e9", "don't e-mail 3.14 $5", "x\x00y\ufffdz"]
     for tok in (tokenizer, cased):
-        cached = pd.CachedTokenizer(tok, max_entries=50)  # small: exercises eviction
+        cached = pd.tokens.CachedTokenizer(tok, max_entries=50)  # small: exercises eviction
         for line in lines:
             line = line.strip()
             assert cached.line_to_ids(line) == tok.convert_tokens_to_ids(tok.tokenize(line)), line
@@ -333,19 +333,19 @@ def test_iter_lines_matches_tf_gfile(tmp_path):
                 if not line:
                     break
                 expected.append(line)
-        assert list(pd.iter_lines(path)) == expected, data
+        assert list(pd.reading.iter_lines(path)) == expected, data
 
 
 def test_whole_word_masking_masks_whole_words(corpus, workdir):
     """Hand-checked invariants of WWM (G:346-406) on our raw instances."""
     tokenizer = tokenization.FullTokenizer(corpus["vocab"])
-    info = pd.VocabInfo(tokenizer)
-    documents = pd.read_documents(pd.expand_input_patterns(corpus["all"].split(",")),
-                                  pd.CachedTokenizer(tokenizer))
+    info = pd.tokens.VocabInfo(tokenizer)
+    documents = pd.tokens.read_documents(pd.expand_input_patterns(corpus["all"].split(",")),
+                                         pd.tokens.CachedTokenizer(tokenizer))
     instances = []
-    gen = pd.InstanceGenerator(random.Random(3), info, None, 64, 8, 0.15, 0.1,
-                               do_whole_word_mask=True)
-    pd._generate(gen, documents, 1, instances.append)
+    gen = pd.instances.InstanceGenerator(random.Random(3), info, None, 64, 8, 0.15, 0.1,
+                                         do_whole_word_mask=True)
+    pd.instances.generate(gen, documents, 1, instances.append)
     groups_masked = 0
     for tokens, len_a, len_b, positions, labels, _ in instances:
         original = list(tokens)
@@ -377,16 +377,16 @@ def test_whole_word_masking_masks_whole_words(corpus, workdir):
 def test_without_wwm_generator_equals_wwm_code_on_single_pieces(corpus):
     """With WWM off, the per-piece path equals the WWM path when no token is "##"."""
     tokenizer = tokenization.FullTokenizer(corpus["vocab"])
-    info = pd.VocabInfo(tokenizer)
-    no_pieces = pd.VocabInfo(tokenizer)
+    info = pd.tokens.VocabInfo(tokenizer)
+    no_pieces = pd.tokens.VocabInfo(tokenizer)
     no_pieces.is_subword = bytearray(len(info.is_subword))
-    documents = pd.read_documents([corpus["a"]], pd.CachedTokenizer(tokenizer))
+    documents = pd.tokens.read_documents([corpus["a"]], pd.tokens.CachedTokenizer(tokenizer))
     outs = []
     for vocab_info, wwm in ((info, False), (no_pieces, True)):
         out = []
-        gen = pd.InstanceGenerator(random.Random(9), vocab_info, None, 48, 6, 0.15, 0.3,
-                                   do_whole_word_mask=wwm)
-        pd._generate(gen, [list(d) for d in documents], 1, out.append)
+        gen = pd.instances.InstanceGenerator(random.Random(9), vocab_info, None, 48, 6, 0.15,
+                                             0.3, do_whole_word_mask=wwm)
+        pd.instances.generate(gen, [list(d) for d in documents], 1, out.append)
         outs.append(out)
     assert outs[0] == outs[1] and len(outs[0]) > 50
 
@@ -411,7 +411,7 @@ def test_num_workers_alone_shards_a_small_corpus_by_its_size(corpus, workdir):
     out = os.path.join(workdir, "default_shards")
     os.makedirs(out, exist_ok=True)
     files = pd.expand_input_patterns(corpus["all"].split(","))
-    documents = sum(1 for _ in pd.iter_raw_documents(files))
+    documents = sum(1 for _ in pd.reading.iter_raw_documents(files))
     default = pd.default_documents_per_shard(files)
     assert 4 * 64 > documents > 64 and default == 64  # a small corpus: shards of 64
     records = {}
@@ -444,14 +444,14 @@ def test_count_documents_sees_the_documents_sharded_mode_reads(tmp_path, monkeyp
             path = tmp_path / ("t%d_%d.txt" % (trial, k))
             path.write_bytes(b"".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 40))))
             files.append(str(path))
-        monkeypatch.setattr(pd, "_READ_BLOCK_BYTES", rnd.choice([1, 2, 5, 1 << 16]))
+        monkeypatch.setattr(pd.reading, "_READ_BLOCK_BYTES", rnd.choice([1, 2, 5, 1 << 16]))
         try:
-            expected = sum(1 for _ in pd.iter_raw_documents(files))
+            expected = sum(1 for _ in pd.reading.iter_raw_documents(files))
         except UserError:  # a file of blank lines only: the reading pass says so
             continue
-        assert pd.count_documents(files) == expected, [open(f, "rb").read() for f in files]
+        assert pd.reading.count_documents(files) == expected, [open(f, "rb").read() for f in files]
         limit = rnd.randint(1, 4)
-        assert pd.count_documents(files, limit) == min(limit, expected)
+        assert pd.reading.count_documents(files, limit) == min(limit, expected)
         checked += expected > 1
     assert checked > 100
 
@@ -465,7 +465,7 @@ def test_default_shard_size_is_a_16th_of_a_small_corpus(tmp_path, monkeypatch):
     assert pd.default_documents_per_shard(corpus(1030)) == 65   # ceil(1030 / 16)
     assert pd.default_documents_per_shard(corpus(3000)) == 188
     # At 16 shards of DEFAULT_DOCUMENTS_PER_SHARD the count stops: that size.
-    monkeypatch.setattr(pd, "DEFAULT_DOCUMENTS_PER_SHARD", 100)
+    monkeypatch.setattr(pd.reading, "DEFAULT_DOCUMENTS_PER_SHARD", 100)
     assert pd.default_documents_per_shard(corpus(1500)) == 94
     assert pd.default_documents_per_shard(corpus(3000)) == 100
     assert pd.default_documents_per_shard(corpus(3000) + ["/no/such/file"]) == 100
@@ -480,7 +480,8 @@ def test_one_shard_is_the_exact_algorithm_with_the_shard_seed(corpus, workdir):
     sharded = dict(base, output_file=out + "/sharded.tfrecord")
     stats = _run_ours(sharded, documents_per_shard=10 ** 6)
     assert stats["shards"] == 1
-    exact = dict(base, output_file=out + "/exact.tfrecord", random_seed=pd.shard_seed(17, 0))
+    exact = dict(base, output_file=out + "/exact.tfrecord",
+                 random_seed=pd.instances.shard_seed(17, 0))
     _run_ours(exact)
     assert lib.read_records(out + "/sharded.tfrecord") == lib.read_records(out + "/exact.tfrecord")
     # ... and differs from exact mode with the plain seed (documented difference).
@@ -494,15 +495,15 @@ def test_spilled_buffer_gives_the_same_output(corpus, workdir, monkeypatch):
     os.makedirs(out, exist_ok=True)
     base = {"input_file": corpus["all"], "vocab_file": corpus["vocab"], "dupe_factor": 2}
     _run_ours(dict(base, output_file=out + "/mem.tfrecord"))
-    monkeypatch.setattr(pd.RecordBuffer, "_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(pd.writing.RecordBuffer, "_CHUNK_BYTES", 4096)
     _run_ours(dict(base, output_file=out + "/spill.tfrecord"), record_buffer_bytes=10000)
     assert lib.read_records(out + "/mem.tfrecord") == lib.read_records(out + "/spill.tfrecord")
     assert not [f for f in os.listdir(out) if "tmp" in f]
 
 
 def test_record_buffer_spills_and_reads_back(tmp_path, monkeypatch):
-    monkeypatch.setattr(pd.RecordBuffer, "_CHUNK_BYTES", 100)
-    buf = pd.RecordBuffer(250, str(tmp_path))
+    monkeypatch.setattr(pd.writing.RecordBuffer, "_CHUNK_BYTES", 100)
+    buf = pd.writing.RecordBuffer(250, str(tmp_path))
     records = [bytes([i % 256]) * (1 + i % 37) for i in range(300)]
     for r in records:
         buf.append(r)
@@ -555,7 +556,7 @@ def test_interrupted_write_leaves_no_file(corpus, tmp_path, monkeypatch):
     tokenizer = tokenization.FullTokenizer(corpus["vocab"])
     out = str(tmp_path / "out.tfrecord")
     calls = {"n": 0}
-    original_write = pd.RoundRobinWriter.write
+    original_write = pd.writing.RoundRobinWriter.write
 
     def failing_write(self, record):
         calls["n"] += 1
@@ -563,7 +564,7 @@ def test_interrupted_write_leaves_no_file(corpus, tmp_path, monkeypatch):
             raise KeyboardInterrupt()
         return original_write(self, record)
 
-    monkeypatch.setattr(pd.RoundRobinWriter, "write", failing_write)
+    monkeypatch.setattr(pd.writing.RoundRobinWriter, "write", failing_write)
     with pytest.raises(KeyboardInterrupt):
         pd.create_pretraining_data([corpus["a"]], [out], tokenizer, dupe_factor=1)
     assert os.listdir(str(tmp_path)) == []
@@ -572,7 +573,7 @@ def test_interrupted_write_leaves_no_file(corpus, tmp_path, monkeypatch):
 def test_documents_and_instances_in_memory_are_ids(corpus):
     """Documents are tuples of ids; the instance counts follow the document shuffle."""
     tokenizer = tokenization.FullTokenizer(corpus["vocab"])
-    docs = pd.read_documents([corpus["edge"]], pd.CachedTokenizer(tokenizer))
+    docs = pd.tokens.read_documents([corpus["edge"]], pd.tokens.CachedTokenizer(tokenizer))
     # The edge file: a whitespace-only line splits it into two documents;
     # the control-character line adds no segment.
     assert [len(d) for d in docs] == [4, 3]

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from bert_tf import tokenization
-from bert_tf.data import pretraining_data as pd
-from bert_tf.data import rng_plan
+from bert_tf.data import pretraining as pd
+from bert_tf.data.pretraining import rng_plan
 from bert_tf.data import tfrecord
 from tests.data import pretraining_testlib as lib
 
@@ -40,17 +40,17 @@ def corpus(tmp_path_factory):
 
 
 def _raw_documents(corpus):
-    return list(pd.iter_raw_documents(corpus["files"]))
+    return list(pd.reading.iter_raw_documents(corpus["files"]))
 
 
 def _check_plan(corpus, vocab_file, config):
     max_seq, max_pred, mlp, ssp, seed, dupe = config
     tokenizer = tokenization.FullTokenizer(vocab_file)
-    vocab_info = pd.VocabInfo(tokenizer, vocab_file)
-    documents = pd._tokenize_documents(  # pylint: disable=protected-access
-        _raw_documents(corpus), pd.CachedTokenizer(tokenizer))
+    vocab_info = pd.tokens.VocabInfo(tokenizer, vocab_file)
+    documents = pd.tokens.tokenize_documents(
+        _raw_documents(corpus), pd.tokens.CachedTokenizer(tokenizer))
     rng = random.Random(seed)
-    generator = pd.InstanceGenerator(rng, vocab_info, None, max_seq, max_pred, mlp, ssp)
+    generator = pd.instances.InstanceGenerator(rng, vocab_info, None, max_seq, max_pred, mlp, ssp)
     generator.shuffle_documents(documents)
     copy = random.Random()
     copy.setstate(rng.getstate())
@@ -99,14 +99,15 @@ def test_random_bounds_are_exact():
 @pytest.mark.parametrize("num_workers", [2, 3])
 def test_split_shard_equals_generate_shard(corpus, num_workers):
     tokenizer = tokenization.FullTokenizer(corpus["vocab"])
-    vocab_info = pd.VocabInfo(tokenizer)
+    vocab_info = pd.tokens.VocabInfo(tokenizer)
     options = dict(max_seq_length=64, max_predictions_per_seq=10, random_seed=5, dupe_factor=3,
                    masked_lm_prob=0.15, short_seq_prob=0.1, do_whole_word_mask=False)
     raw = _raw_documents(corpus)
-    num_documents, records = pd.generate_shard(4, raw, pd.CachedTokenizer(tokenizer),
-                                               vocab_info, options)
-    split_documents, framed, lengths = pd.generate_shard_split(
-        4, raw, pd.CachedTokenizer(tokenizer), vocab_info, options, num_workers)
+    num_documents, records = pd.workers.generate_shard(4, raw,
+                                                       pd.tokens.CachedTokenizer(tokenizer),
+                                                       vocab_info, options)
+    split_documents, framed, lengths = pd.workers.generate_shard_split(
+        4, raw, pd.tokens.CachedTokenizer(tokenizer), vocab_info, options, num_workers)
     assert split_documents == num_documents
     assert list(lengths) == [len(r) + 16 for r in records]
     assert framed == tfrecord.frame_records(records)
@@ -152,14 +153,14 @@ def test_workers_hand_over_through_files_that_are_removed(corpus, tmp_path,
 
 def test_a_failing_worker_leaves_nothing_beside_the_output(corpus, tmp_path, monkeypatch):
     tokenizer = tokenization.FullTokenizer(corpus["vocab"])
-    real = pd.generate_shard
+    real = pd.workers.generate_shard
 
     def fails_on_shard_2(shard_index, *args):
         if shard_index == 2:
             raise RuntimeError("shard 2 failed")
         return real(shard_index, *args)
 
-    monkeypatch.setattr(pd, "generate_shard", fails_on_shard_2)  # the forked workers see it
+    monkeypatch.setattr(pd.workers, "generate_shard", fails_on_shard_2)  # the forked workers see it
     with pytest.raises(RuntimeError, match="shard 2 failed"):
         pd.create_pretraining_data(corpus["files"], [str(tmp_path / "data.tfrecord")],
                                    tokenizer, dupe_factor=2, max_seq_length=64,

@@ -1,4 +1,4 @@
-"""bert_tf.data.squad_data and bert_tf.squad_evaluate (the original run_squad's data side).
+"""bert_tf.data.squad_data and bert_tf.data.squad_evaluate (the original run_squad's data side).
 
 The `original` tests run Google's run_squad.py (tests/original/squad_oracle.py)
 once per module on synthetic SQuAD 1.1 / 2.0 files made of real English
@@ -22,10 +22,11 @@ import numpy as np
 import pytest
 from absl import logging
 
-from bert_tf import squad_evaluate
+from bert_tf.data import squad_evaluate
 from bert_tf import tokenization
 from bert_tf.data import demo_corpus
 from bert_tf.data import squad_data
+from bert_tf.data import squad_windows
 from bert_tf.errors import UserError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -485,11 +486,11 @@ def test_fast_answer_span_and_max_context_equal_the_original_searches():
 
     for _ in range(300):
         n = rng.randint(1, 60)
-        spans = squad_data._doc_spans(n, rng.randint(1, 20), rng.randint(1, 12))
-        best = squad_data._max_context_span_indexes(spans, n)
+        spans = squad_windows.doc_spans(n, rng.randint(1, 20), rng.randint(1, 12))
+        best = squad_windows.max_context_span_indexes(spans, n)
         for span_index, span in enumerate(spans):
             for position in range(span.start, span.start + span.length):
-                assert (best[position] == span_index) == squad_data._check_is_max_context(
+                assert (best[position] == span_index) == squad_windows.check_is_max_context(
                     spans, span_index, position)
 
 

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import pretraining_data as pd
+from bert_tf.data import pretraining as pd
 from bert_tf.data import tfrecord
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -87,7 +87,7 @@ def test_round_robin_write_framed_equals_write(tmp_path):
 
     def run(name, framed):
         outputs = [str(tmp_path / ("%s%d" % (name, i))) for i in range(3)]
-        writer = pd.RoundRobinWriter(outputs, _Vocab())
+        writer = pd.writing.RoundRobinWriter(outputs, _Vocab())
         writer._log_example = lambda record: None  # pylint: disable=protected-access
         if framed:
             for part in (records[:7], records[7:8], records[8:]):
@@ -107,9 +107,9 @@ def test_round_robin_write_framed_equals_write(tmp_path):
 
 
 def test_parse_example_equals_protobuf():
-    serializer = pd.ExampleSerializer(16, 4, 3000)
+    serializer = pd.records.ExampleSerializer(16, 4, 3000)
     record = serializer.serialize([2, 700, 2999, 3, 150, 3], 2, 1, [1, 4], [700, 150], True)
-    parsed = pd.parse_example(record)
+    parsed = pd.records.parse_example(record)
     example = tf.train.Example.FromString(record)
     assert set(parsed) == set(example.features.feature)
     for name, feature in example.features.feature.items():
@@ -121,8 +121,8 @@ def test_parse_example_equals_protobuf():
         "f": tf.train.Feature(float_list=tf.train.FloatList(value=[0.5, -2.0])),
         "i": tf.train.Feature(int64_list=tf.train.Int64List(value=[-1, 0, 2 ** 40])),
     })).SerializeToString()
-    assert pd.parse_example(other) == {"b": [b"x", b""], "f": [0.5, -2.0],
-                                       "i": [-1, 0, 2 ** 40]}
+    assert pd.records.parse_example(other) == {"b": [b"x", b""], "f": [0.5, -2.0],
+                                               "i": [-1, 0, 2 ** 40]}
 
 
 def test_local_run_does_not_import_tensorflow(tmp_path):
@@ -137,7 +137,7 @@ def test_local_run_does_not_import_tensorflow(tmp_path):
     script = (
         "import sys\n"
         "from bert_tf import tokenization\n"
-        "from bert_tf.data import pretraining_data as pd\n"
+        "from bert_tf.data import pretraining as pd\n"
         "tok = tokenization.FullTokenizer(%r)\n"
         "for workers, per_shard in ((1, 0), (2, 1)):\n"
         "    files = pd.expand_input_patterns([%r])\n"

@@ -188,8 +188,8 @@ def test_mixed_precision_bf16_tfhub_encoder(files):
     import numpy as np
     import tensorflow as tf
 
-    from bert_tf import checkpoint
-    from bert_tf.modeling import BertModel
+    from bert_tf.modeling import checkpoint
+    from bert_tf.modeling.bert_model import BertModel
 
     export_dir = os.path.join(files["tmp"], "models", "hub_bf16")
     rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(

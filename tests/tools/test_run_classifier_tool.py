@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import checkpoint
+from bert_tf.modeling import checkpoint
 from bert_tf.data import demo_corpus
 from bert_tf.data import vocab
 from tests.test_pretraining import tiny_config
@@ -58,7 +58,7 @@ _TWO_DEVICES_WRAPPER = """\
 import runpy
 import sys
 sys.path.insert(0, %r)
-from bert_tf import distribute
+from bert_tf.training import distribute
 distribute.set_logical_cpu_devices(2)
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")

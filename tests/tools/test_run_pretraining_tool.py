@@ -19,7 +19,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from bert_tf import checkpoint
+from bert_tf.modeling import checkpoint
 from tests.test_pretraining import MAX_PREDICTIONS
 from tests.test_pretraining import SEQ_LENGTH
 from tests.test_pretraining import random_batches

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import checkpoint
+from bert_tf.modeling import checkpoint
 from bert_tf.data import demo_corpus
 from bert_tf.data import squad_data
 from bert_tf.data import vocab

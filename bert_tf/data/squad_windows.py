@@ -1,0 +1,176 @@
+"""run_squad's doc-stride windows, in Python and as graph ops: one home for the rule.
+
+A context longer than a feature's room (`max_tokens_for_doc = max_seq_length -
+len(query) - 3`) is cut into windows ("doc spans") that start every
+`min(max_tokens_for_doc, doc_stride)` tokens (original: `run_squad.py`
+`convert_examples_to_features`, 350-364), and a token that several windows
+hold counts only in its "max context" window: the one where min(left context,
+right context) + 0.01 * window length is highest, the first one on a tie
+(original: `_check_is_max_context`, 513-547).
+
+  Python (convert_examples_to_features, `bert_tf.data.squad_data`):
+    doc_spans, max_context_span_indexes, check_is_max_context
+  Graph ops (the SQuAD SavedModel, `bert_tf.export.squad`):
+    doc_windows (TensorFlow is imported when it is called)
+
+tests/test_export_squad.py holds the two against each other on many
+(tokens, max_tokens_for_doc, doc_stride).
+"""
+
+import collections
+
+DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
+
+
+def doc_spans(num_doc_tokens, max_tokens_for_doc, doc_stride):
+    """The sliding windows over the document (the original's loop, 350-364).
+
+    We can have documents that are longer than the maximum sequence length.
+    To deal with this we do a sliding window approach, where we take chunks
+    of the up to our max length with a stride of `doc_stride`.
+    """
+    doc_spans = []
+    start_offset = 0
+    while start_offset < num_doc_tokens:
+        length = num_doc_tokens - start_offset
+        if length > max_tokens_for_doc:
+            length = max_tokens_for_doc
+        doc_spans.append(DocSpan(start=start_offset, length=length))
+        if start_offset + length == num_doc_tokens:
+            break
+        start_offset += min(length, doc_stride)
+    return doc_spans
+
+
+def max_context_span_indexes(doc_spans, num_doc_tokens):
+    """For every doc token, the index of its max-context span (None if in none).
+
+    The same answer as `check_is_max_context` for every (span, position), in
+    one pass: the spans are visited in order and a later span wins only with a
+    strictly higher score, computed with the very same float expression.
+    """
+    best_score = [None] * num_doc_tokens
+    best_span = [None] * num_doc_tokens
+    for span_index, doc_span in enumerate(doc_spans):
+        start = doc_span.start
+        end = doc_span.start + doc_span.length - 1
+        bonus = 0.01 * doc_span.length
+        for position in range(start, end + 1):
+            left = position - start
+            right = end - position
+            score = (left if left < right else right) + bonus  # min(left, right) + bonus
+            if best_score[position] is None or score > best_score[position]:
+                best_score[position] = score
+                best_span[position] = span_index
+    return best_span
+
+
+def check_is_max_context(doc_spans, cur_span_index, position):
+    """Check if this is the 'max context' doc span for the token.
+
+    Because of the sliding window approach taken to scoring documents, a single
+    token can appear in multiple documents. E.g.
+     Doc: the man went to the store and bought a gallon of milk
+     Span A: the man went to the
+     Span B: to the store and bought
+     Span C: and bought a gallon of
+     ...
+
+    Now the word 'bought' will have two scores from spans B and C. We only
+    want to consider the score with "maximum context", which we define as
+    the *minimum* of its left and right context (the *sum* of left and
+    right context will always be the same, of course).
+
+    In the example the maximum context for 'bought' would be span C since
+    it has 1 left context and 3 right context, while span B has 4 left context
+    and 0 right context.
+
+    (`convert_examples_to_features` uses `max_context_span_indexes`, which
+    gives the same answers for all positions at once.)
+    """
+    best_score = None
+    best_span_index = None
+    for (span_index, doc_span) in enumerate(doc_spans):
+        end = doc_span.start + doc_span.length - 1
+        if position < doc_span.start:
+            continue
+        if position > end:
+            continue
+        num_left_context = position - doc_span.start
+        num_right_context = end - position
+        score = min(num_left_context, num_right_context) + 0.01 * doc_span.length
+        if best_score is None or score > best_score:
+            best_score = score
+            best_span_index = span_index
+
+    return cur_span_index == best_span_index
+
+
+def doc_windows(num_doc_tokens, max_tokens, doc_stride):
+    """convert_examples_to_features' doc spans and max-context flags, for a batch.
+
+    Args:
+      num_doc_tokens: int32 [B], len(all_doc_tokens) of each example.
+      max_tokens: int32 [B] (>= 1), max_tokens_for_doc of each example.
+      doc_stride: Python int.
+
+    Returns:
+      (num_windows [B], f_example [F], f_window [F], f_start [F], f_length [F],
+      is_max_context bool [F, L]); F = sum(num_windows), one row per doc span
+      (feature) in the original's order; is_max_context[f, d] is
+      token_is_max_context of the span's d-th token (False for d >= length).
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top  (the Python half needs none)
+    # start_offset += min(length, doc_stride), and length == max_tokens until
+    # the last span: the starts are k * step.
+    step = tf.minimum(max_tokens, doc_stride)
+    num_windows = tf.where(
+        num_doc_tokens == 0, 0,
+        tf.where(num_doc_tokens <= max_tokens, 1,
+                 1 + (num_doc_tokens - max_tokens + step - 1) // step))
+    num_features = tf.reduce_sum(num_windows)
+    f_example = tf.repeat(tf.range(tf.size(num_doc_tokens)), num_windows)  # [F]
+    f_window = tf.range(num_features) - tf.gather(tf.cumsum(num_windows, exclusive=True), f_example)
+    f_start = f_window * tf.gather(step, f_example)
+    f_length = tf.minimum(tf.gather(num_doc_tokens, f_example) - f_start,
+                          tf.gather(max_tokens, f_example))
+    is_max_context = _graph_max_context(f_example, f_window, f_start, f_length, num_windows, step,
+                                  num_doc_tokens, max_tokens)
+    return num_windows, f_example, f_window, f_start, f_length, is_max_context
+
+
+def _graph_max_context(f_example, f_window, f_start, f_length, num_windows, step,
+                 num_doc_tokens, max_tokens):
+    """bool [F, S']: whether each span offset's token has its max context in its window.
+
+    `check_is_max_context` over the windows of the same example: score
+    min(left, right) + 0.01 * length in float64, the first window wins a tie.
+    Columns are offsets d in the span (token f_start + d); S' = max length.
+    Only the windows that can overlap window k are scored: j in k +- R,
+    R = (max_tokens - 1) // step (windows further apart share no token).
+    """
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    max_len = tf.reduce_max(tf.concat([f_length, [0]], 0))
+    reach = tf.reduce_max(tf.concat([(max_tokens - 1) // step, [0]], 0))
+    d = tf.range(max_len)
+    position = f_start[:, None] + d[None, :]  # [F, L]
+    o = tf.range(-reach, reach + 1)  # [J], ascending: ties go to the first window
+    j = f_window[:, None] + o[None, :]  # [F, J]
+    e_step = tf.gather(step, f_example)
+    j_start = j * e_step[:, None]  # [F, J]
+    j_length = tf.minimum(tf.gather(num_doc_tokens, f_example)[:, None] - j_start,
+                          tf.gather(max_tokens, f_example)[:, None])
+    j_valid = (j >= 0) & (j < tf.gather(num_windows, f_example)[:, None])
+    j_end = j_start + j_length - 1
+    p = position[:, None, :]  # [F, 1, L]
+    left = p - j_start[:, :, None]
+    right = j_end[:, :, None] - p
+    inside = (left >= 0) & (right >= 0) & j_valid[:, :, None]
+    score = (tf.cast(tf.minimum(left, right), tf.float64)
+             + 0.01 * tf.cast(j_length, tf.float64)[:, :, None])
+    score = tf.where(inside, score, -np.inf)
+    top = tf.reduce_max(score, axis=1, keepdims=True)
+    first_best = tf.reduce_min(tf.where(inside & tf.equal(score, top), o[None, :, None],
+                                        reach + 1), axis=1)  # [F, L]
+    return tf.equal(first_best, 0) & (d[None, :] < f_length[:, None])

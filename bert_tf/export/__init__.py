@@ -1,0 +1,13 @@
+"""SavedModels for TF Serving and TF Hub, with the tokenizer inside the graph.
+
+  saved_model  export_saved_model: the entry point (tools/export_saved_model.py):
+               the task, the checkpoint checked against the config, the model
+               rebuilt in float32 (or bf16 / fp16) for inference; the classifier
+               and encoder serving modules and their signatures;
+               export_dir/<version>/ written atomically.
+  squad        SquadServingModule: run_squad's features, windows and answers in
+               core TensorFlow ops.
+  hub          the TF Hub pair: preprocessor and encoder SavedModels.
+"""
+
+from bert_tf.export.saved_model import export_saved_model  # noqa: F401

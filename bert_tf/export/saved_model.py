@@ -1,0 +1,503 @@
+"""SavedModels for TF Serving that take raw text (new: the original exported no SavedModel).
+
+`export_saved_model` rebuilds a classifier (any task of run_classifier's
+registry) or the bare encoder from a Google-format checkpoint, in float32
+(or, with `mixed_precision="bf16"`, computing in bfloat16: the same
+signatures, float32 variables and float32 outputs), and
+writes `export_dir/<version>/` (TF Serving's model base-path layout) with a
+`tf.Module` holding the model's variables, the exact tokenizer as core TF ops
+(`GraphTokenizer`), the vocab as an asset (`assets/vocab.txt`) and these
+signatures:
+
+  classifier (num_labels = len(processor.get_labels())):
+    serving_default  text_a, text_b: string [batch]  (text_b "" = one segment)
+                     -> probabilities float32 [batch, num_labels], label string [batch]
+    serve_text_a     text_a: string [batch] -> the same
+    serve_features   input_ids, input_mask, segment_ids: int32 [batch, max_seq_length]
+                     -> the same
+    serve_examples   examples: string [batch] (serialized tf.train.Example in
+                     run_classifier's record schema) -> the same
+    (regression, sts-b: `score` float32 [batch] instead of probabilities/label)
+
+  encoder (task_name "encoder"):
+    serving_default  text_a, text_b -> pooled_output [batch, H],
+                     sequence_output [batch, S, H], encoder_outputs [batch, L, S, H]
+                     (every layer, stacked), input_mask int32 [batch, S]
+    serve_text_a     text_a -> the same
+    serve_features   input_ids, input_mask, segment_ids -> pooled_output,
+                     sequence_output, encoder_outputs
+
+The text signatures give exactly the features `run_classifier.py` builds
+(`FullTokenizer` + `build_pair_features`), so their probabilities are those of
+`run_classifier.py --do_predict` for the same text. The SavedModel holds no
+Keras object: it loads and answers where only `tensorflow` is installed
+(stock TF Serving). The module also keeps `do_lower_case`, `max_seq_length`
+and (classifier) `labels` as variables, and `vocab_file` as the asset.
+
+  path = export_saved_model("mrpc", config, "vocab.txt", True,
+                            "mrpc_output/", "/models/mrpc", max_seq_length=128)
+  # /models/mrpc/<timestamp>/saved_model.pb, variables/, assets/vocab.txt
+
+`squad` dispatches to `bert_tf.export.squad.SquadServingModule`, and
+`fmt="tfhub"` to `bert_tf.export.hub.export_tfhub`.
+"""
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+
+import tensorflow as tf
+from absl import logging
+
+from bert_tf import fileio
+from bert_tf import tokenization
+from bert_tf.data import classifier_data
+from bert_tf.errors import UserError
+from bert_tf.export import hub
+from bert_tf.export.squad import SquadServingModule
+from bert_tf.modeling import checkpoint as checkpoint_lib
+from bert_tf.modeling import precision
+from bert_tf.modeling.bert_model import BertModel
+from bert_tf.modeling.config import BertConfig
+from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.tasks.squad import BertSquad
+from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
+
+CLASSIFIER = "classifier"
+ENCODER = "encoder"
+SQUAD = "squad"
+FORMATS = ("saved_model", "tfhub")
+VOCAB_ASSET = "vocab.txt"
+
+
+# ---------------------------------------------------------------------------
+# Inputs: the task, the checkpoint, the model rebuilt for inference
+# ---------------------------------------------------------------------------
+
+
+def task_spec(task_name):
+    """(kind, labels, is_regression) of a task: kind is "classifier", ENCODER or SQUAD.
+
+    Raises:
+      UserError: an unknown task, listing the known ones.
+    """
+    key = (task_name or "").lower()
+    if key == ENCODER:
+        return ENCODER, None, False
+    if key == SQUAD:
+        return SQUAD, None, False
+    if key not in classifier_data.PROCESSORS:
+        raise UserError("Task not found: %s (known: %s, %s, %s)" % (
+            key, ", ".join(classifier_data.PROCESSORS), SQUAD, ENCODER))
+    processor = classifier_data.get_processor(key)
+    labels = [str(label) for label in processor.get_labels()]
+    return CLASSIFIER, labels, processor.is_regression
+
+
+def check_checkpoint(checkpoint_prefix, config, kind, num_labels=None,
+                     bert_config_file="bert_config_file", task_name=None):
+    """Every variable the model needs is in the checkpoint with its shape (read, not loaded).
+
+    Raises:
+      UserError: one line naming the first missing or wrong-shaped variable
+        (a missing head says which run writes it).
+    """
+    # Unreadable or corrupt files are one-line errors of the checkpoint module.
+    shapes = checkpoint_lib.list_checkpoint_variables(checkpoint_prefix)
+    head = None if kind == ENCODER else kind
+    expected = checkpoint_lib.expected_tf1_variables(config, head=head, num_labels=num_labels)
+    for name, shape in expected.items():
+        if name not in shapes:
+            if checkpoint_lib.head_of(name) == CLASSIFIER:
+                raise UserError(
+                    "--init_checkpoint=%s has no classifier head (variable %s is missing): "
+                    "export a checkpoint that run_classifier.py fine-tuned on %s"
+                    % (checkpoint_prefix, name, task_name))
+            if checkpoint_lib.head_of(name) == SQUAD:
+                raise UserError(
+                    "--init_checkpoint=%s has no SQuAD head (variable %s is missing): "
+                    "export a checkpoint that run_squad.py fine-tuned"
+                    % (checkpoint_prefix, name))
+            raise UserError("--init_checkpoint=%s: variable %s (shape %s) is missing from the "
+                            "checkpoint" % (checkpoint_prefix, name, list(shape)))
+        if tuple(shapes[name]) != tuple(shape):
+            raise UserError(
+                "--init_checkpoint=%s: variable %s has shape %s in the checkpoint but %s "
+                "from %s%s" % (checkpoint_prefix, name, list(shapes[name]), list(shape),
+                               bert_config_file,
+                               " and task %s" % task_name
+                               if checkpoint_lib.head_of(name) == CLASSIFIER else ""))
+
+
+def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision=None):
+    """The model of `kind` with every variable from the checkpoint (strict).
+
+    Built in float32 (whatever the process's policy is), or for inference in
+    `mixed_precision` ("bf16" | "fp16"): the matmuls in bfloat16 / float16,
+    the encoder's dense weights stored so (`precision.inference_policy`), LayerNorm, embeddings and heads in float32.
+    """
+    with precision.inference_policy(mixed_precision):
+        if kind == CLASSIFIER:
+            model = BertClassifier(config, num_labels)
+        elif kind == SQUAD:
+            model = BertSquad(config)
+        else:
+            model = BertModel(config)
+    checkpoint_lib.load_checkpoint(model, checkpoint_prefix, strict=True)
+    stored = {"bf16": "bfloat16", "fp16": "float16"}.get(mixed_precision, "float32")
+    for v in model.weights:
+        if v.dtype not in ("float32", stored):
+            raise AssertionError("%s is %s, not float32 or %s" % (v.path, v.dtype, stored))
+    return model
+
+
+# ---------------------------------------------------------------------------
+# Serving modules
+# ---------------------------------------------------------------------------
+
+
+class _Untracked(object):
+    """Keeps the Keras model out of the SavedModel's object graph (its variables go in)."""
+
+    def __init__(self, model):
+        self.model = model
+
+
+def _text_specs(pair):
+    specs = [tf.TensorSpec([None], tf.string, name="text_a")]
+    if pair:
+        specs.append(tf.TensorSpec([None], tf.string, name="text_b"))
+    return specs
+
+
+def _feature_specs(max_seq_length):
+    return [tf.TensorSpec([None, max_seq_length], tf.int32, name=name)
+            for name in ("input_ids", "input_mask", "segment_ids")]
+
+
+class _ServingModule(tf.Module):
+    """A model's variables, the GraphTokenizer and the signatures' tf.functions.
+
+    The text signatures tokenize and pack (one trace of the tokenizer, shared)
+    and call `serve_features` (one trace of the model, shared); `serve_text_a`
+    is `serving_default` with empty `text_b`s, which the original reads as single
+    segments.
+
+    Args:
+      model: a float32 Keras model whose variables are loaded.
+      tokenizer: `GraphTokenizer` of the model's vocab.
+      max_seq_length: int, the length of every feature row.
+      vocab_file: path of the vocab (saved as an asset).
+    """
+
+    def __init__(self, model, tokenizer, max_seq_length, vocab_file, name=None):
+        super().__init__(name=name)
+        self._keras = _Untracked(model)
+        # The tf.Variables behind the Keras variables: the SavedModel's variables/.
+        self.model_variables = [v.value for v in model.weights]
+        self.tokenizer = tokenizer
+        self.max_seq_length = tf.Variable(int(max_seq_length), trainable=False,
+                                          name="max_seq_length")
+        self.do_lower_case = tf.Variable(bool(tokenizer.do_lower_case), trainable=False,
+                                         name="do_lower_case")
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        self._seq_length = int(max_seq_length)
+        # autograph=False: no Python control flow on tensors here.
+        self.serve_features = tf.function(
+            self._serve_features, input_signature=_feature_specs(self._seq_length),
+            autograph=False)
+        self.serving_default = tf.function(self._serving_default, input_signature=_text_specs(True),
+                                      autograph=False)
+        self.serve_text_a = tf.function(self._serve_text_a, input_signature=_text_specs(False),
+                                        autograph=False)
+
+    @property
+    def model(self):
+        return self._keras.model
+
+    def features(self, text_a, text_b):
+        """The `run_classifier` features of raw text: int32 [batch, max_seq_length] each."""
+        check = tf.debugging.assert_equal(
+            tf.size(text_a), tf.size(text_b),
+            message="text_a and text_b must have the same batch size")
+        with tf.control_dependencies([check]):
+            return self.tokenizer(text_a, text_b, max_seq_length=self._seq_length)
+
+    def _serve_features(self, input_ids, input_mask, segment_ids):
+        return self.outputs({"input_ids": input_ids, "input_mask": input_mask,
+                             "segment_ids": segment_ids})
+
+    def _serving_default(self, text_a, text_b):
+        features = self.features(text_a, text_b)
+        outputs = self.serve_features(**features)
+        outputs.update(self.text_outputs(features))
+        return outputs
+
+    def _serve_text_a(self, text_a):
+        return self.serving_default(text_a, tf.fill(tf.shape(text_a), ""))  # [B]: single segments
+
+    def outputs(self, features):
+        """The model's outputs on a features dict (the signatures' outputs)."""
+        raise NotImplementedError
+
+    def text_outputs(self, features):
+        """What the text signatures return beyond `outputs`."""
+        del features
+        return {}
+
+    def signatures(self):
+        """{signature key: tf.function} for `tf.saved_model.save`.
+
+        tf.functions rather than concrete functions: the save traces each once
+        (functions traced before it are traced again inside its save context).
+        """
+        return {
+            tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: self.serving_default,
+            "serve_text_a": self.serve_text_a,
+            "serve_features": self.serve_features,
+        }
+
+
+class ClassifierServingModule(_ServingModule):
+    """A `BertClassifier` served from raw text, features or tf.train.Examples.
+
+    Args:
+      model: `BertClassifier` (float32, loaded).
+      tokenizer: `GraphTokenizer`.
+      labels: list of str, the processor's labels (ignored for regression).
+      is_regression: bool (STS-B): the signatures return `score`.
+      max_seq_length, vocab_file: see `_ServingModule`.
+
+    Returns (every signature): `probabilities` float32 [batch_size, num_labels]
+    (softmax of the logits, as `test_results.tsv`) and `label` string
+    [batch_size] (the label of the argmax); regression: `score` float32
+    [batch_size].
+    """
+
+    def __init__(self, model, tokenizer, labels, is_regression, max_seq_length, vocab_file,
+                 name="classifier_serving"):
+        super().__init__(model, tokenizer, max_seq_length, vocab_file, name=name)
+        self.is_regression = bool(is_regression)
+        self._labels = None if self.is_regression else [str(label) for label in labels]
+        if self._labels is not None:
+            self.labels = tf.Variable(self._labels, trainable=False, name="labels")
+        self.serve_examples = tf.function(
+            self._serve_examples,
+            input_signature=[tf.TensorSpec([None], tf.string, name="examples")],
+            autograph=False)
+
+    def outputs(self, features):
+        logits = tf.cast(self.model(features, training=False)["logits"],
+                         tf.float32)  # [B, num_labels]
+        if self.is_regression:
+            return {"score": tf.reshape(logits, [-1])}  # [B]
+        probabilities = tf.nn.softmax(logits, axis=-1)  # [B, num_labels]
+        label = tf.gather(tf.constant(self._labels), tf.argmax(probabilities, axis=-1))  # [B]
+        return {"probabilities": probabilities, "label": label}
+
+    def _serve_examples(self, examples):
+        # run_classifier's record schema; label_ids and is_real_example are not read.
+        spec = {name: tf.io.FixedLenFeature([self._seq_length], tf.int64)
+                for name in ("input_ids", "input_mask", "segment_ids")}
+        parsed = tf.io.parse_example(examples, spec)  # int64 [B, S] each
+        return self.serve_features(**{k: tf.cast(v, tf.int32) for k, v in parsed.items()})
+
+    def signatures(self):
+        signatures = super().signatures()
+        signatures["serve_examples"] = self.serve_examples
+        return signatures
+
+
+class EncoderServingModule(_ServingModule):
+    """A `BertModel` served from raw text or features.
+
+    Returns: `pooled_output` float32 [batch_size, hidden_size],
+    `sequence_output` [batch_size, max_seq_length, hidden_size],
+    `encoder_outputs` [batch_size, num_hidden_layers, max_seq_length,
+    hidden_size] (every layer's output; the last is sequence_output); the
+    text signatures also return `input_mask` int32 [batch_size,
+    max_seq_length] (which positions hold tokens).
+    """
+
+    def __init__(self, model, tokenizer, max_seq_length, vocab_file, name="encoder_serving"):
+        super().__init__(model, tokenizer, max_seq_length, vocab_file, name=name)
+
+    def outputs(self, features):
+        out = self.model(features["input_ids"], input_mask=features["input_mask"],
+                         token_type_ids=features["segment_ids"], training=False)
+        return {
+            "pooled_output": tf.cast(out["pooled_output"], tf.float32),  # [B, H]
+            "sequence_output": tf.cast(out["sequence_output"], tf.float32),  # [B, S, H]
+            "encoder_outputs": tf.cast(tf.stack(out["all_encoder_layers"], axis=1),
+                                       tf.float32),  # [B, L, S, H]
+        }
+
+    def text_outputs(self, features):
+        return {"input_mask": features["input_mask"]}  # [B, S]
+
+
+class SquadRoot(tf.Module):
+    """The saved root of a SQuAD export: `bert_tf.export.squad.SquadServingModule` as `squad`,
+    plus `do_lower_case`, `max_seq_length` and the vocab asset, as the other exports have.
+    """
+
+    def __init__(self, squad, do_lower_case, max_seq_length, vocab_file, name="squad_serving"):
+        super().__init__(name=name)
+        self.squad = squad
+        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False,
+                                         name="do_lower_case")
+        self.max_seq_length = tf.Variable(int(max_seq_length), trainable=False,
+                                          name="max_seq_length")
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+
+
+# ---------------------------------------------------------------------------
+# Writing export_dir/<version>/
+# ---------------------------------------------------------------------------
+
+
+def version_dir(export_dir, version):
+    """`export_dir/<version>`; refuses a version that is there already."""
+    version = int(version)
+    if version <= 0:
+        raise UserError("--version must be a positive integer (TF Serving's version "
+                        "directories are numbers), got %d" % version)
+    path = os.path.join(export_dir, str(version))
+    if tf.io.gfile.exists(path):
+        raise UserError("%s exists already: pass another --version (versions are never "
+                        "overwritten)" % path)
+    return path
+
+
+def _remove_tree(path):
+    try:
+        if tf.io.gfile.exists(path):
+            tf.io.gfile.rmtree(path)
+    except (OSError, tf.errors.OpError):
+        pass
+
+
+@contextlib.contextmanager
+def atomic_directory(final_dir):
+    """Yields a temporary sibling of `final_dir`, renamed to it when the block ends.
+
+    TF Serving polls the base path for numeric directories: the temporary
+    name (`<version>.tmp-<pid>`) is not one, so a half-written export is never
+    loaded. If the block raises, the temporary directory is removed.
+    """
+    tmp = fileio.temporary_name(final_dir)
+    _remove_tree(tmp)
+    fileio.makedirs(os.path.dirname(final_dir))
+    try:
+        yield tmp
+        if tf.io.gfile.exists(final_dir):
+            raise UserError("%s appeared while exporting: pass another --version" % final_dir)
+        tf.io.gfile.rename(tmp, final_dir, overwrite=False)
+    finally:
+        _remove_tree(tmp)
+
+
+def save_module(module, signatures, output_dir, vocab_file):
+    """`tf.saved_model.save` with the vocab as `assets/vocab.txt`, whatever its file name."""
+    staging = tempfile.mkdtemp(prefix="bert_export_vocab_")
+    try:
+        staged_vocab = os.path.join(staging, VOCAB_ASSET)
+        tf.io.gfile.copy(vocab_file, staged_vocab, overwrite=True)
+        module.vocab_file = tf.saved_model.Asset(staged_vocab)
+        tf.saved_model.save(module, output_dir, signatures=signatures)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkpoint,
+                       export_dir, max_seq_length=128, version=None, fmt="saved_model",
+                       doc_stride=128, max_query_length=64, n_best_size=20,
+                       max_answer_length=30, bert_config_file="bert_config_file",
+                       mixed_precision=None):
+    """Exports a checkpoint as `export_dir/<version>/` (see the module docstring).
+
+    Every input is checked before anything is written: the export directory,
+    the task, the vocab (against the config's vocab_size), the checkpoint
+    (every variable the model needs, with the config's shapes) and the
+    version directory.
+
+    Args:
+      task_name: a task of `classifier_data.PROCESSORS`, "squad" or "encoder".
+      config: `BertConfig`, or the path of a bert_config.json (then also the
+        `bert_config_file` of messages).
+      vocab_file, do_lower_case: the tokenizer's (as `FullTokenizer`).
+      init_checkpoint: a checkpoint prefix, or a directory (its latest
+        model.ckpt-N, or a Google release's bert_model.ckpt).
+      export_dir: the model base path; the export is `export_dir/<version>/`.
+      max_seq_length: int, the length of every feature row.
+      version: positive int; default: the time in seconds.
+      fmt: "saved_model", or "tfhub" (task "encoder": `hub.export_tfhub`
+        writes `<version>/preprocessor/` and `<version>/encoder/`).
+      doc_stride, max_query_length, n_best_size, max_answer_length: SQuAD's.
+      bert_config_file: the config's path, for messages.
+      mixed_precision: None (float32), "bf16" or "fp16": the exported model
+        computes in bfloat16 / float16 (float32 variables; the signatures
+        and their float32 outputs are the same). Every format and task.
+
+    Returns:
+      str, the version directory written.
+
+    Raises:
+      UserError: one line naming the flag, file or variable at fault.
+    """
+    fileio.check_writable(export_dir, "export_dir")
+    if isinstance(config, (str, os.PathLike)):
+        bert_config_file = os.fspath(config)
+        config = BertConfig.from_json_file(bert_config_file)
+    if fmt not in FORMATS:
+        raise UserError("--format must be one of %s, got %r" % ("|".join(FORMATS), fmt))
+    kind, labels, is_regression = task_spec(task_name)
+    if mixed_precision not in precision.MIXED_PRECISION:
+        raise UserError("--mixed_precision must be one of bf16|fp16 (or empty), got %r"
+                        % (mixed_precision,))
+    if fmt == "tfhub" and kind != ENCODER:
+        raise UserError("--format=tfhub exports the encoder: use --task_name=%s, not %s"
+                        % (ENCODER, task_name))
+    config.check_max_seq_length(max_seq_length, bert_config_file)
+    if max_seq_length < 3:
+        raise UserError("--max_seq_length=%d is too short for [CLS] a [SEP] b [SEP]"
+                        % max_seq_length)
+    tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
+    tokenization.check_vocab(vocab_file, config, bert_config_file)
+    prefix = checkpoint_lib.resolve_checkpoint(init_checkpoint)
+    num_labels = None if labels is None else (1 if is_regression else len(labels))
+    check_checkpoint(prefix, config, kind, num_labels, bert_config_file, task_name)
+    final_dir = version_dir(export_dir, int(time.time()) if version is None else version)
+
+    if fmt == "tfhub":
+        with atomic_directory(final_dir) as tmp:
+            hub.export_tfhub(config, vocab_file, do_lower_case, prefix, tmp, max_seq_length,
+                             mixed_precision=mixed_precision)
+        logging.info("Exported %s (TF Hub format) from %s to %s", task_name, prefix, final_dir)
+        return final_dir
+
+    model = load_model(kind, config, prefix, num_labels, mixed_precision)
+    tokenizer = GraphTokenizer(vocab_file, do_lower_case)
+    if kind == CLASSIFIER:
+        module = ClassifierServingModule(model, tokenizer, labels, is_regression,
+                                         max_seq_length, vocab_file)
+        signatures = module.signatures()
+    elif kind == ENCODER:
+        module = EncoderServingModule(model, tokenizer, max_seq_length, vocab_file)
+        signatures = module.signatures()
+    else:
+        module = SquadServingModule(
+            model, tokenizer, max_seq_length=max_seq_length, doc_stride=doc_stride,
+            max_query_length=max_query_length, n_best_size=n_best_size,
+            max_answer_length=max_answer_length)
+        # A tf.function with an input_signature, or a concrete function.
+        signatures = {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: module.serving_default}
+        module = SquadRoot(module, do_lower_case, max_seq_length, vocab_file)
+    with atomic_directory(final_dir) as tmp:
+        save_module(module, signatures, tmp, vocab_file)
+    logging.info("Exported %s from %s to %s (signatures: %s; compute: %s)", task_name, prefix,
+                 final_dir, ", ".join(sorted(signatures)),
+                 precision.MIXED_PRECISION[mixed_precision] or "float32")
+    return final_dir

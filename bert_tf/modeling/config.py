@@ -1,0 +1,161 @@
+"""BERT model configuration (original: `modeling.BertConfig`)."""
+
+import copy
+import json
+
+from absl import logging
+
+from bert_tf import fileio
+from bert_tf.errors import UserError
+
+# The 11 keys of a released `bert_config.json`, with the original constructor's
+# defaults (note `type_vocab_size` defaults to 16, while every release says 2).
+_DEFAULTS = (
+    ("vocab_size", None),
+    ("hidden_size", 768),
+    ("num_hidden_layers", 12),
+    ("num_attention_heads", 12),
+    ("intermediate_size", 3072),
+    ("hidden_act", "gelu"),
+    ("hidden_dropout_prob", 0.1),
+    ("attention_probs_dropout_prob", 0.1),
+    ("max_position_embeddings", 512),
+    ("type_vocab_size", 16),
+    ("initializer_range", 0.02),
+)
+CONFIG_KEYS = tuple(k for k, _ in _DEFAULTS)
+
+_INT_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+             "intermediate_size", "max_position_embeddings", "type_vocab_size")
+_FLOAT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range")
+
+
+class BertConfig(object):
+    """Configuration for `BertModel`, with the original's fields and defaults.
+
+    Args:
+      vocab_size: Vocabulary size of `input_ids`.
+      hidden_size: Size of the encoder layers and the pooler layer.
+      num_hidden_layers: Number of hidden layers in the Transformer encoder.
+      num_attention_heads: Number of attention heads for each attention layer.
+      intermediate_size: The size of the "intermediate" (i.e., feed-forward) layer.
+      hidden_act: The non-linear activation function in the encoder and pooler
+        ("gelu" is the original's tanh approximation; "gelu_exact" is the erf form
+        of the first 2018 release).
+      hidden_dropout_prob: Dropout probability for all fully connected layers in
+        the embeddings, encoder, and pooler.
+      attention_probs_dropout_prob: The dropout ratio for the attention probabilities.
+      max_position_embeddings: The maximum sequence length this model might ever
+        be used with.
+      type_vocab_size: The vocabulary size of the `token_type_ids`.
+      initializer_range: The stdev of the truncated_normal_initializer for
+        initializing all weight matrices.
+
+    As in the original, `from_dict` keeps unknown keys as attributes (the
+    Chinese and multilingual configs carry `pooler_*` and `directionality`), and
+    a missing key keeps the constructor default.
+    """
+
+    def __init__(self,
+                 vocab_size,
+                 hidden_size=768,
+                 num_hidden_layers=12,
+                 num_attention_heads=12,
+                 intermediate_size=3072,
+                 hidden_act="gelu",
+                 hidden_dropout_prob=0.1,
+                 attention_probs_dropout_prob=0.1,
+                 max_position_embeddings=512,
+                 type_vocab_size=16,
+                 initializer_range=0.02):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.hidden_act = hidden_act
+        self.intermediate_size = intermediate_size
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.initializer_range = initializer_range
+
+    @classmethod
+    def from_dict(cls, json_object, source="bert_config"):
+        """Constructs a `BertConfig` from a Python dictionary of parameters."""
+        if not isinstance(json_object, dict):
+            raise UserError("%s: expected a JSON object, got %s" % (source, type(json_object).__name__))
+        config = BertConfig(vocab_size=None)
+        unknown = []
+        for key, value in json_object.items():
+            if key not in CONFIG_KEYS:
+                unknown.append(key)
+            config.__dict__[key] = value
+        if unknown:
+            logging.info("%s: keeping extra keys %s (ignored by the model)", source, sorted(unknown))
+        config.validate(source)
+        return config
+
+    @classmethod
+    def from_json_file(cls, json_file):
+        """Constructs a `BertConfig` from a json file of parameters."""
+        if not fileio.exists(json_file) or fileio.isdir(json_file):
+            raise UserError("bert_config_file %s: no such file" % json_file)
+        with fileio.open_file(json_file, "r") as reader:
+            text = reader.read()
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise UserError("bert_config_file %s: not valid JSON (%s)" % (json_file, e))
+        return cls.from_dict(data, source=json_file)
+
+    def validate(self, source="bert_config"):
+        """Raises `UserError` naming the key if a value cannot build a model."""
+        if self.vocab_size is None:
+            raise UserError("%s: missing key \"vocab_size\"" % source)
+        for key in _INT_KEYS:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise UserError("%s: key \"%s\" must be a positive integer, got %r" % (source, key, value))
+        for key in _FLOAT_KEYS:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise UserError("%s: key \"%s\" must be a number, got %r" % (source, key, value))
+        for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            if not 0.0 <= getattr(self, key) < 1.0:
+                raise UserError("%s: key \"%s\" must be in [0, 1), got %r" % (source, key, getattr(self, key)))
+        if self.hidden_size % self.num_attention_heads != 0:
+            raise UserError(
+                "%s: hidden_size (%d) is not a multiple of num_attention_heads (%d)"
+                % (source, self.hidden_size, self.num_attention_heads))
+        from bert_tf.modeling import activations  # pylint: disable=g-import-not-at-top (loads Keras)
+        try:
+            activations.get_activation(self.hidden_act)
+        except ValueError:
+            raise UserError("%s: key \"hidden_act\" has unsupported activation %r" % (source, self.hidden_act))
+
+    def check_max_seq_length(self, max_seq_length, source="bert_config_file"):
+        """Raises `UserError` if `max_seq_length` is longer than the position embeddings.
+
+        The original's check (run_classifier, run_squad), naming the flag.
+        """
+        if max_seq_length > self.max_position_embeddings:
+            raise UserError(
+                "--max_seq_length=%d: Cannot use sequence length %d because the BERT model "
+                "was only trained up to sequence length %d (max_position_embeddings in %s)"
+                % (max_seq_length, max_seq_length, self.max_position_embeddings, source))
+
+    def to_dict(self):
+        """Serializes this instance to a Python dictionary."""
+        return copy.deepcopy(self.__dict__)
+
+    def to_json_string(self):
+        """Serializes this instance to a JSON string (the original's format)."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_json_file(self, json_file):
+        """Writes `to_json_string()` to `json_file` atomically."""
+        fileio.write_text(json_file, self.to_json_string())
+
+    def __repr__(self):
+        return "BertConfig(%s)" % ", ".join("%s=%r" % (k, getattr(self, k)) for k in CONFIG_KEYS)

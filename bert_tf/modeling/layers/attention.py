@@ -1,0 +1,202 @@
+"""Multi-head self-attention (original: `attention_layer` and the `attention/output` block)."""
+
+import math
+
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
+import keras
+from keras import ops
+
+from bert_tf.modeling.layers.dense import BertDense
+from bert_tf.modeling.layers.dropout import Dropout
+from bert_tf.modeling.layers.initializers import create_initializer
+from bert_tf.modeling.layers.initializers import layer_norm
+
+
+def _dense(units, initializer_range, name, activation=None):
+    # A TF1 `tf.layers.dense`: kernel [in, out] (truncated normal), bias [out] (zeros).
+    return BertDense(units, activation=activation, name=name,
+                     kernel_initializer=create_initializer(initializer_range))
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertSelfAttention(keras.layers.Layer):
+    """Multi-headed scaled dot-product self-attention; TF1 scope `attention/self`.
+
+    Dimension letters follow the original: B batch, F from-length, T to-length,
+    N heads, H size_per_head, D hidden_size (= N * H).
+
+      Q:[BFNH] = Input[BFD] . Wq[D, N*H] (split into heads)
+      K:[BTNH], V:[BTNH] likewise
+      scores:[BNFT] = einsum('BTNH,BFNH->BNFT', K, Q) * 1/sqrt(H) + adder
+      probs = dropout(softmax(scores))
+      context:[BFNH] = einsum('BNFT,BTNH->BFNH', probs, V)
+
+    Checkpoint variables: {query,key,value}/kernel [D, D], {query,key,value}/bias [D].
+    The kernels keep the checkpoint's 2-D shape; heads are split in `call`
+    (head n uses kernel columns n*H:(n+1)*H, as the original).
+
+    Call args:
+      hidden_states: float Tensor of shape [batch_size, seq_length, D].
+      attention_adder: (optional) float Tensor broadcastable to [B, N, F, T],
+        0 where attended and -10000.0 where masked (see `attention_mask_adder`).
+      training: Python bool; attention-probability dropout only when True.
+
+    Returns:
+      float Tensor of shape [batch_size, seq_length, D], the heads' contexts
+      concatenated (before `attention/output/dense`).
+    """
+
+    def __init__(self, hidden_size=768, num_attention_heads=12,
+                 attention_probs_dropout_prob=0.1, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        if hidden_size % num_attention_heads != 0:
+            raise ValueError(
+                "The hidden size (%d) is not a multiple of the number of attention heads (%d)"
+                % (hidden_size, num_attention_heads))
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        self.size_per_head = hidden_size // num_attention_heads
+        self.query = _dense(hidden_size, initializer_range, "query")
+        self.key = _dense(hidden_size, initializer_range, "key")
+        self.value = _dense(hidden_size, initializer_range, "value")
+        self.dropout = Dropout(attention_probs_dropout_prob)
+
+    def build(self, input_shape=None):
+        for dense in (self.query, self.key, self.value):
+            dense.build((None, None, self.hidden_size))
+        self.built = True
+
+    def _split_heads(self, x):
+        shape = ops.shape(x)
+        return ops.reshape(x, (shape[0], shape[1], self.num_attention_heads, self.size_per_head))
+
+    def call(self, hidden_states, attention_adder=None, training=None):
+        query = self._split_heads(self.query(hidden_states))  # [B, F, N, H]
+        key = self._split_heads(self.key(hidden_states))  # [B, T, N, H]
+        value = self._split_heads(self.value(hidden_states))  # [B, T, N, H]
+        # Take the dot product between "query" and "key" to get the raw
+        # attention scores, then scale them (multiplied, as the original).
+        scores = ops.einsum("BTNH,BFNH->BNFT", key, query)  # [B, N, F, T]
+        scores = scores * (1.0 / math.sqrt(float(self.size_per_head)))
+        # The mask adder and the softmax run in float32 even under mixed precision.
+        scores = ops.cast(scores, "float32")
+        if attention_adder is not None:
+            scores = scores + ops.cast(attention_adder, "float32")
+        probs = ops.softmax(scores, axis=-1)  # [B, N, F, T]
+        probs = ops.cast(probs, self.compute_dtype)
+        # This is actually dropping out entire tokens to attend to, which might
+        # seem a bit unusual, but is taken from the original Transformer paper.
+        probs = self.dropout(probs, training=training)
+        context = ops.einsum("BNFT,BTNH->BFNH", probs, value)  # [B, F, N, H]
+        shape = ops.shape(context)
+        return ops.reshape(context, (shape[0], shape[1], self.hidden_size))  # [B, F, D]
+
+    def compute_output_shape(self, input_shape, attention_adder_shape=None):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "hidden_size": self.hidden_size,
+            "num_attention_heads": self.num_attention_heads,
+            "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
+            "initializer_range": self.initializer_range,
+        })
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertDenseResidualNorm(keras.layers.Layer):
+    """`LayerNorm(dropout(dense(x)) + residual)`; TF1 scopes `attention/output` and `output`.
+
+    Checkpoint variables: dense/kernel [in, D], dense/bias [D], LayerNorm/beta [D],
+    LayerNorm/gamma [D].
+    """
+
+    def __init__(self, input_size, hidden_size=768, hidden_dropout_prob=0.1,
+                 initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.initializer_range = initializer_range
+        self.dense = _dense(hidden_size, initializer_range, "dense")
+        self.dropout = Dropout(hidden_dropout_prob)
+        self.layer_norm = layer_norm("LayerNorm")
+
+    def build(self, input_shape=None):
+        self.dense.build((None, None, self.input_size))
+        self.layer_norm.build((None, None, self.hidden_size))
+        self.built = True
+
+    def call(self, hidden_states, residual, training=None):
+        output = self.dense(hidden_states)
+        output = self.dropout(output, training=training)
+        return self.layer_norm(output + residual)
+
+    def compute_output_shape(self, input_shape, residual_shape=None):
+        return tuple(input_shape[:-1]) + (self.hidden_size,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "input_size": self.input_size,
+            "hidden_size": self.hidden_size,
+            "hidden_dropout_prob": self.hidden_dropout_prob,
+            "initializer_range": self.initializer_range,
+        })
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertAttention(keras.layers.Layer):
+    """Self-attention plus its output projection; TF1 scope `attention`.
+
+    `attention/self` (BertSelfAttention), then `attention/output`:
+    `LayerNorm(dropout(dense(context)) + hidden_states)`.
+
+    Checkpoint variables: self/{query,key,value}/{kernel,bias},
+    output/dense/{kernel [D, D], bias [D]}, output/LayerNorm/{beta,gamma} [D].
+    """
+
+    def __init__(self, hidden_size=768, num_attention_heads=12, hidden_dropout_prob=0.1,
+                 attention_probs_dropout_prob=0.1, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        self.self_attention = BertSelfAttention(
+            hidden_size=hidden_size, num_attention_heads=num_attention_heads,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            initializer_range=initializer_range, name="self")
+        self.attention_output = BertDenseResidualNorm(
+            input_size=hidden_size, hidden_size=hidden_size,
+            hidden_dropout_prob=hidden_dropout_prob, initializer_range=initializer_range,
+            name="output")
+
+    def build(self, input_shape=None):
+        self.self_attention.build((None, None, self.hidden_size))
+        self.attention_output.build((None, None, self.hidden_size))
+        self.built = True
+
+    def call(self, hidden_states, attention_adder=None, training=None):
+        context = self.self_attention(hidden_states, attention_adder, training=training)
+        return self.attention_output(context, hidden_states, training=training)
+
+    def compute_output_shape(self, input_shape, attention_adder_shape=None):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "hidden_size": self.hidden_size,
+            "num_attention_heads": self.num_attention_heads,
+            "hidden_dropout_prob": self.hidden_dropout_prob,
+            "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
+            "initializer_range": self.initializer_range,
+        })
+        return config

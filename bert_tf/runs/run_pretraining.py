@@ -1,0 +1,91 @@
+"""Masked-LM / next-sentence pre-training, as the original `run_pretraining.py` ran it.
+
+`run_pretraining(...)` is what `tools/run_pretraining.py` calls with its flags:
+it checks the inputs (the records against the config, before any step), makes
+the strategy, and trains and/or evaluates a `PretrainingTask` with a `Trainer`,
+writing `output_dir/model.ckpt-<step>` (Google's format) and, with `do_eval`,
+`output_dir/eval_results.txt`. Run again, it resumes from the latest
+checkpoint in `output_dir`.
+"""
+
+import os
+
+import tensorflow as tf
+from absl import logging
+
+from bert_tf import fileio
+from bert_tf.data import input_pipeline
+from bert_tf.errors import UserError
+from bert_tf.modeling.config import BertConfig
+from bert_tf.runs.cli import split_comma_list
+from bert_tf.tasks.pretraining import PretrainingTask
+from bert_tf.training.output_dir import write_eval_results
+from bert_tf.training.scale_out import ScaleOut
+from bert_tf.training.trainer import Trainer
+
+
+def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=None,
+                    max_seq_length=128, max_predictions_per_seq=20, do_train=False,
+                    do_eval=False, train_batch_size=32, eval_batch_size=8, learning_rate=5e-5,
+                    num_train_steps=100000, num_warmup_steps=10000,
+                    save_checkpoints_steps=1000, iterations_per_loop=1000, max_eval_steps=100,
+                    scale_out=ScaleOut()):
+    """Trains and/or evaluates as the original `run_pretraining.main` did.
+
+    Args:
+      bert_config_file, input_file (comma-separated files and globs),
+        output_dir, init_checkpoint and the rest: the original's flags.
+      scale_out: a `ScaleOut`, the new flags (strategy, XLA, precision,
+        accumulation, optimizer, logging).
+
+    Returns:
+      dict: "history" (`Trainer.train`'s, when training ran) and "eval" (the
+      eval results, when evaluation ran).
+
+    Raises:
+      UserError: one line naming the flag, file or record at fault, before
+        anything is written.
+    """
+    if not do_train and not do_eval:
+        raise UserError("At least one of `do_train` or `do_eval` must be True.")
+    fileio.check_writable(output_dir, "output_dir")
+
+    # The strategy comes first: MultiWorkerMirroredStrategy must be created
+    # before TensorFlow runs any op.
+    strategy = scale_out.create_strategy()
+
+    bert_config = BertConfig.from_json_file(bert_config_file)
+    input_files = input_pipeline.expand_files(split_comma_list(input_file))
+    logging.info("*** Input Files ***")
+    for name in input_files:
+        logging.info("  %s", name)
+    # The first records of each file now; every record as the pipeline reads it.
+    input_pipeline.check_pretraining_records(input_files, bert_config, max_seq_length,
+                                             max_predictions_per_seq)
+    tf.io.gfile.makedirs(output_dir)
+
+    task = PretrainingTask(bert_config, max_seq_length, max_predictions_per_seq)
+    trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
+
+    def dataset_fn(batch_size, is_training):
+        def fn(input_context):
+            return input_pipeline.create_pretraining_dataset(
+                input_files, max_seq_length, max_predictions_per_seq,
+                input_context.get_per_replica_batch_size(batch_size), is_training,
+                input_context=input_context, check_files=False, config=bert_config)
+        return fn
+
+    results = {}
+    if do_train:
+        results["history"] = trainer.train(
+            dataset_fn(train_batch_size, True), train_batch_size, num_train_steps,
+            learning_rate, num_warmup_steps, init_checkpoint=init_checkpoint,
+            save_checkpoints_steps=save_checkpoints_steps,
+            iterations_per_loop=iterations_per_loop, **scale_out.train_options())
+
+    if do_eval:
+        results["eval"] = trainer.evaluate(dataset_fn(eval_batch_size, False), eval_batch_size,
+                                           max_eval_steps, init_checkpoint=init_checkpoint)
+        if trainer.is_chief:
+            write_eval_results(results["eval"], os.path.join(output_dir, "eval_results.txt"))
+    return results

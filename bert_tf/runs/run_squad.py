@@ -1,0 +1,161 @@
+"""BERT fine-tuning and prediction on SQuAD 1.1 and 2.0, as the original `run_squad.py` ran it.
+
+`run_squad(...)` is what `tools/run_squad.py` calls with its flags: it checks
+the flags as the original's `validate_flags_or_throw` did (in its order, as
+one-line errors), the vocab and the SQuAD files before any TensorFlow op,
+makes the strategy, then trains and predicts a `SquadTask` with a `Trainer`,
+writing the original's files in `output_dir`: `train.tf_record`,
+`eval.tf_record`, `model.ckpt-<step>`, `predictions.json`,
+`nbest_predictions.json` (and `null_odds.json` for SQuAD 2.0). New: when the
+predict file has answers, the predictions are scored with the official EM/F1.
+"""
+
+import os
+import random
+
+from bert_tf import fileio
+from bert_tf import tokenization
+from bert_tf.data import input_pipeline
+from bert_tf.data import squad_data
+from bert_tf.data import squad_evaluate
+from bert_tf.errors import UserError
+from bert_tf.modeling.config import BertConfig
+from bert_tf.runs import finetuning
+from bert_tf.tasks.squad import SquadTask
+from bert_tf.training.scale_out import ScaleOut
+from bert_tf.training.trainer import Trainer
+
+
+def validate_flags_or_throw(bert_config, bert_config_file, do_lower_case, init_checkpoint,
+                            do_train, train_file, do_predict, predict_file, max_seq_length,
+                            max_query_length, doc_stride, n_best_size, max_answer_length,
+                            predict_batch_size):
+    """The original's checks, in its order, as one-line errors."""
+    tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
+    if not do_train and not do_predict:
+        raise UserError("At least one of `do_train` or `do_predict` must be True.")
+    if do_train and not train_file:
+        raise UserError("If `do_train` is True, then `train_file` must be specified.")
+    if do_predict and not predict_file:
+        raise UserError("If `do_predict` is True, then `predict_file` must be specified.")
+    bert_config.check_max_seq_length(max_seq_length, bert_config_file)
+    if max_seq_length <= max_query_length + 3:
+        raise UserError(
+            "The max_seq_length (%d) must be greater than max_query_length (%d) + 3"
+            % (max_seq_length, max_query_length))
+    for flag, value in (("doc_stride", doc_stride), ("n_best_size", n_best_size),
+                        ("max_answer_length", max_answer_length),
+                        ("predict_batch_size", predict_batch_size)):
+        if value < 1:
+            raise UserError("--%s must be positive, got %d" % (flag, value))
+
+
+def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict_file=None,
+              init_checkpoint=None, do_lower_case=True, max_seq_length=384, doc_stride=128,
+              max_query_length=64, do_train=False, do_predict=False, train_batch_size=32,
+              predict_batch_size=8, learning_rate=5e-5, num_train_epochs=3.0,
+              warmup_proportion=0.1, save_checkpoints_steps=1000, iterations_per_loop=1000,
+              n_best_size=20, max_answer_length=30, verbose_logging=False,
+              version_2_with_negative=False, null_score_diff_threshold=0.0,
+              scale_out=ScaleOut()):
+    """Trains and predicts as the original `run_squad.main` did.
+
+    Args:
+      bert_config_file, vocab_file, output_dir, train_file, predict_file and
+        the rest: the original's flags.
+      scale_out: a `ScaleOut`, the new flags (strategy, XLA, precision,
+        accumulation, optimizer, logging).
+
+    Returns:
+      dict: "predictions" ({qas_id: text}) and "scores" (EM/F1, when the
+      predict file has answers), for what ran.
+
+    Raises:
+      UserError: one line naming the flag, file or variable at fault.
+    """
+    bert_config = BertConfig.from_json_file(bert_config_file)
+    validate_flags_or_throw(bert_config, bert_config_file, do_lower_case, init_checkpoint,
+                            do_train, train_file, do_predict, predict_file, max_seq_length,
+                            max_query_length, doc_stride, n_best_size, max_answer_length,
+                            predict_batch_size)
+    fileio.check_writable(output_dir, "output_dir")
+    tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
+    tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
+    # Read the inputs before any TensorFlow op, so a bad file fails fast.
+    train_examples = predict_examples = None
+    if do_train:
+        train_examples = squad_data.read_squad_examples(
+            train_file, is_training=True, version_2_with_negative=version_2_with_negative)
+    if do_predict:
+        predict_examples = squad_data.read_squad_examples(
+            predict_file, is_training=False, version_2_with_negative=version_2_with_negative)
+
+    # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
+    strategy = scale_out.create_strategy()
+    task = SquadTask(bert_config)
+    trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
+
+    results = {}
+    limits = finetuning.record_limits(task, max_seq_length)
+    if train_examples is not None:
+        num_train_steps, num_warmup_steps = finetuning.train_schedule(
+            len(train_examples), train_batch_size, num_train_epochs, warmup_proportion)
+        # Pre-shuffle the input to avoid having to make a very large shuffle
+        # buffer in the `input_fn`.
+        train_examples = list(train_examples)
+        random.Random(12345).shuffle(train_examples)
+        train_file = os.path.join(output_dir, "train.tf_record")
+        with squad_data.FeatureWriter(train_file, is_training=True) as writer:
+            squad_data.convert_examples_to_features(
+                train_examples, tokenizer, max_seq_length, doc_stride, max_query_length,
+                is_training=True, output_fn=writer.process_feature)
+        finetuning.log_run("Running training", num_orig_examples=len(train_examples),
+                           num_split_examples=writer.num_features, batch_size=train_batch_size,
+                           num_steps=num_train_steps)
+        spec = squad_data.name_to_features(max_seq_length, is_training=True)
+        trainer.train(finetuning.train_dataset_fn(train_file, spec, train_batch_size, limits),
+                      train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
+                      init_checkpoint=init_checkpoint,
+                      save_checkpoints_steps=save_checkpoints_steps,
+                      iterations_per_loop=iterations_per_loop,
+                      **scale_out.train_options())
+
+    if predict_examples is not None:
+        eval_file = os.path.join(output_dir, "eval.tf_record")
+        eval_features = []
+        with squad_data.FeatureWriter(eval_file, is_training=False) as writer:
+            def append_feature(feature):
+                eval_features.append(feature)
+                writer.process_feature(feature)
+            squad_data.convert_examples_to_features(
+                predict_examples, tokenizer, max_seq_length, doc_stride, max_query_length,
+                is_training=False, output_fn=append_feature)
+        finetuning.log_run("Running predictions", num_orig_examples=len(predict_examples),
+                           num_split_examples=len(eval_features), batch_size=predict_batch_size)
+        spec = squad_data.name_to_features(max_seq_length, is_training=False)
+        data = input_pipeline.finite_records_input(eval_file, spec, len(eval_features),
+                                                   predict_batch_size, limits=limits)
+        outputs = trainer.predict(data, init_checkpoint=init_checkpoint)
+        all_results = [
+            squad_data.RawResult(unique_id=int(unique_id), start_logits=start, end_logits=end)
+            for unique_id, start, end in zip(outputs["unique_ids"], outputs["start_logits"],
+                                             outputs["end_logits"])]
+        if trainer.is_chief:
+            predictions = squad_data.write_predictions(
+                predict_examples, eval_features, all_results, n_best_size, max_answer_length,
+                do_lower_case, os.path.join(output_dir, "predictions.json"),
+                os.path.join(output_dir, "nbest_predictions.json"),
+                os.path.join(output_dir, "null_odds.json"),
+                version_2_with_negative=version_2_with_negative,
+                null_score_diff_threshold=null_score_diff_threshold,
+                verbose_logging=verbose_logging)
+            results["predictions"] = predictions
+            if predict_file and squad_evaluate.has_answers(predict_file):
+                # New: the official EM/F1 when the predict file has answers.
+                scores = squad_evaluate.evaluate_file(
+                    predict_file, os.path.join(output_dir, "predictions.json"),
+                    na_prob_file=(os.path.join(output_dir, "null_odds.json")
+                                  if version_2_with_negative else None),
+                    version_2_with_negative=version_2_with_negative)
+                results["scores"] = scores
+    return results

@@ -1,0 +1,311 @@
+"""Keras's `compile` / `fit` / `evaluate` / `predict` for the task models, on the task contract.
+
+`TaskModel` is mixed into `BertClassifier`, `BertPretrainer` and `BertSquad`
+(each in its task's module): `model.compile(optimizer=create_optimizer(...))`
+then `model.fit(dataset)` makes exactly the trainer's update
+(`bert_tf.training.steps.build_replica_train_step`), `evaluate` keeps the
+task's eval sums in Keras metrics (`TaskSums`), and `predict` returns the
+task's `predict_step`, as `Trainer.predict` does.
+"""
+
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.errors import UserError
+from bert_tf.tasks.base import safe_div
+from bert_tf.training import steps
+
+
+def _first_replica():
+    """float32 1.0 on the first replica of the sync group, 0.0 on the others.
+
+    A value that every replica already holds in full (an all-reduced sum, a
+    step count) is added to a metric on one replica only; the metric's
+    variables are summed over replicas when read.
+    """
+    replica_id = tf.distribute.get_replica_context().replica_id_in_sync_group
+    return tf.cast(tf.equal(replica_id, 0), tf.float32)
+
+
+class TaskSums(keras.metrics.Metric):
+    """Running sums of a task's named values, and the metrics they give.
+
+    The sums are Keras metric variables (summed over replicas when read, reset
+    at each epoch and each `evaluate`), so a model's `fit` / `evaluate` report
+    the task's own metrics (`Task.train_metrics`, `Task.eval_results`) of the
+    whole run so far.
+
+    Args:
+      keys: names of the summed values (`update_state` takes a dict of them).
+      results_fn: `fn({key: float32 scalar Tensor}) -> {metric name: Tensor}`.
+      name: the metric's name.
+    """
+
+    def __init__(self, keys, results_fn, name="task_sums", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.keys = tuple(keys)
+        self.results_fn = results_fn
+        for key in self.keys:
+            self.add_variable(shape=(), initializer="zeros", dtype="float32", name=key)
+
+    def update_state(self, values):
+        for key, variable in zip(self.keys, self.variables):
+            variable.assign_add(tf.cast(values[key], tf.float32))
+
+    def sums(self):
+        """{key: float32 scalar Tensor}: the sums so far (over replicas, when read outside one)."""
+        return {key: tf.convert_to_tensor(variable)
+                for key, variable in zip(self.keys, self.variables)}
+
+    def result(self):
+        return self.results_fn(self.sums())
+
+
+class _TaskModelState(object):
+    """What a `TaskModel` keeps outside Keras tracking (not weights, not saved)."""
+
+    def __init__(self):
+        self.task = None
+        self.train_sums = None
+        self.eval_sums = None
+        self.evaluating = 0
+
+
+class TaskModel(object):
+    """Keras's `compile` / `fit` / `evaluate` / `predict` for a model trained by a `Task`.
+
+    A mixin, listed before `keras.Model` (`class BertClassifier(TaskModel,
+    keras.Model)`). The model says which task trains it (`make_task`);
+    everything else is the task's contract (`bert_tf.tasks.base.Task`) and the
+    trainer's:
+
+      * `train_step` is `build_replica_train_step`, the trainer's replica
+        step: the task's `loss_normalizers` all-reduced over replicas, its
+        `compute_loss`, the gradients, `optimizer.apply` (the clip and the
+        schedule are the optimizer's). One `fit` step on the same batch from
+        the same weights is one `Trainer` step.
+      * `test_step` sums the task's `eval_step` (weighted by
+        `is_real_example`, when the features hold it) over replicas and
+        batches; `evaluate` returns `task.eval_results`, the original's
+        `metric_fn` metrics and the Estimator's `loss`.
+      * `predict_step` is `task.predict_step`, the one prediction contract
+        (what `Trainer.predict` returns too).
+      * Training logs: `loss` (the mean over steps of each global batch's
+        loss) and `task.train_metrics`.
+
+    Data: a dataset (or arrays) of feature dicts as the project's pipelines
+    make them (labels included), or Keras's `(x, y)` with `x` the features
+    and `y` the labels (a dict of `task.label_keys`, or the one label Tensor
+    of a task with one label key: the classifier's `label_ids`). With a `preprocessor`, `x` may be raw text (see
+    `bert_tf.tokenization.preprocessor.BertPreprocessor`). Sample weights are refused:
+    the original's training loss has none, and evaluation weighs examples by
+    the `is_real_example` feature.
+    """
+
+    def make_task(self):
+        """The `bert_tf.tasks.base.Task` whose loss, metrics and predictions this model has."""
+        raise NotImplementedError
+
+    def _task_model_state(self):
+        state = self.__dict__.get("_task_model_state_")
+        if state is None:
+            state = _TaskModelState()
+            self.__dict__["_task_model_state_"] = state
+        return state
+
+    @property
+    def task(self):
+        """The model's `Task` (made once, on first use)."""
+        state = self._task_model_state()
+        if state.task is None:
+            state.task = self.make_task()
+        return state.task
+
+    # --------------------------------------------------------------- inputs
+
+    def model_inputs(self, x):
+        """`x` as a dict of features: a dict is copied; raw text goes through the preprocessor."""
+        if isinstance(x, dict) and "input_ids" in x:
+            return dict(x)
+        preprocessor = getattr(self, "preprocessor", None)
+        if preprocessor is None:
+            raise UserError(
+                "%s takes a dict of features (input_ids, input_mask, segment_ids, ...), got %s%s"
+                % (type(self).__name__, _describe(x),
+                   "; for raw text, build it with preprocessor=bert_tf.tokenization.preprocessor."
+                   "BertPreprocessor(...)" if hasattr(self, "preprocessor") else ""))
+        if isinstance(x, dict):
+            text_keys = preprocessor.text_keys
+            features = {k: v for k, v in x.items() if k not in text_keys}
+            features.update(preprocessor({k: x[k] for k in text_keys if k in x}))
+            return features
+        return dict(preprocessor(x))
+
+    def features_from_data(self, data):
+        """One batch of Keras data (`features`, or `(x, y)`) as the task's features dict."""
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        name = type(self).__name__
+        if sample_weight is not None:
+            raise UserError(
+                "%s takes no sample_weight: the original's training loss weighs every example "
+                "alike; for evaluation, put is_real_example (1 real, 0 padding) in the features"
+                % name)
+        features = self.model_inputs(x)
+        if y is None:
+            return features
+        label_keys = self.task.label_keys
+        if isinstance(y, dict):
+            features.update(y)
+        elif len(label_keys) == 1:
+            features[label_keys[0]] = y
+        else:
+            raise UserError("%s takes its labels as a dict y={%s: ...}, got %s"
+                            % (name, ", ".join(label_keys), _describe(y)))
+        return features
+
+    # --------------------------------------------------------------- compile
+
+    def compile(self, optimizer=None, loss=None, metrics=None, loss_weights=None,
+                weighted_metrics=None, **kwargs):
+        """Keras's `compile`, with the task's loss and metrics.
+
+        Args:
+          optimizer: required; `bert_tf.training.optimization.create_optimizer(init_lr,
+            num_train_steps, num_warmup_steps)` is the original's
+            (AdamWeightDecay without bias correction, warmup from 0 then
+            linear decay, gradients clipped by global norm 1.0). Any Keras
+            optimizer works; `bert_tf.training.callbacks.CheckpointCallback` needs one
+            of bert_tf's (it saves `adam_m` / `adam_v`).
+          loss, metrics, loss_weights, weighted_metrics: must be None (the
+            task's loss and metrics are the model's).
+          **kwargs: Keras's (`steps_per_execution`, `jit_compile`, `run_eagerly`).
+
+        Raises:
+          UserError: no optimizer, or a loss or metrics given.
+        """
+        name = type(self).__name__
+        if optimizer is None:
+            raise UserError(
+                "%s.compile() needs optimizer=: e.g. bert_tf.training.optimization.create_optimizer("
+                "init_lr, num_train_steps, num_warmup_steps), the original's AdamWeightDecay "
+                "with warmup and linear decay" % name)
+        given = [k for k, v in (("loss", loss), ("metrics", metrics),
+                                ("loss_weights", loss_weights),
+                                ("weighted_metrics", weighted_metrics)) if v is not None]
+        if given:
+            raise UserError("%s.compile() takes no %s=: the model trains with the original's "
+                            "loss and reports its metrics" % (name, given[0]))
+        super().compile(optimizer=optimizer, **kwargs)
+        task = self.task
+        state = self._task_model_state()
+        state.train_sums = TaskSums(("loss_sum", "num_steps") + tuple(task.metric_sum_keys),
+                                    _train_results(task), name="train_metrics")
+        state.eval_sums = None
+        if task.eval_sum_keys:
+            state.eval_sums = TaskSums(
+                tuple(task.eval_sum_keys) + ("batch_loss_sum", "num_batches"),
+                lambda sums: task.eval_results(sums, sums["num_batches"]), name="eval_metrics")
+
+    def compile_from_config(self, config):
+        # What `keras.saving.load_model` calls for a compiled model's `.keras`
+        # file (Keras skips a custom `compile` unless this is overridden).
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    @property
+    def metrics(self):
+        state = self._task_model_state()
+        if state.train_sums is None:
+            return super().metrics
+        return [state.eval_sums if state.evaluating else state.train_sums]
+
+    # --------------------------------------------------------------- steps
+
+    def train_step(self, data):
+        state = self._task_model_state()
+        task = self.task
+        features = self.features_from_data(data)
+        replica_step = steps.build_replica_train_step(
+            task, self, self.optimizer,
+            loss_scaling=isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer))
+        values = replica_step(features)  # [loss share, metric sums...]
+        sums = {"loss_sum": values[0], "num_steps": _first_replica()}
+        sums.update({k: values[i + 1] for i, k in enumerate(task.metric_sum_keys)})
+        state.train_sums.update_state(sums)
+        return state.train_sums.result()
+
+    def test_step(self, data):
+        state = self._task_model_state()
+        task = self.task
+        features = self.features_from_data(data)
+        local = task.eval_step(self, features)
+        # The global batch's sums, as the trainer's eval loop adds them up.
+        batch = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, {k: local[k] for k in task.eval_sum_keys})
+        first = _first_replica()
+        sums = {k: batch[k] * first for k in task.eval_sum_keys}
+        sums["batch_loss_sum"] = task.eval_batch_loss(batch) * first
+        sums["num_batches"] = first
+        state.eval_sums.update_state(sums)
+        return state.eval_sums.result()
+
+    def predict_step(self, data):
+        x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        return self.task.predict_step(self, self.model_inputs(x))
+
+    def fit(self, x=None, *args, **kwargs):
+        """Keras's `fit` (raw text as numpy arrays or lists of str is taken too)."""
+        return super().fit(_text_as_tensors(x), *args, **kwargs)
+
+    def evaluate(self, x=None, *args, **kwargs):
+        """Keras's `evaluate`: the task's eval metrics (`return_dict=True` names them)."""
+        if not self.task.eval_sum_keys:
+            raise UserError("%s has no evaluate(): the original's task has no eval mode (use "
+                            "predict())" % type(self).__name__)
+        state = self._task_model_state()
+        state.evaluating += 1
+        try:
+            return super().evaluate(_text_as_tensors(x), *args, **kwargs)
+        finally:
+            state.evaluating -= 1
+
+    def predict(self, x, *args, **kwargs):
+        """Keras's `predict`: a dict of numpy arrays, the task's `predict_step` outputs."""
+        return super().predict(_text_as_tensors(x), *args, **kwargs)
+
+
+def _text_as_tensors(x):
+    """Numpy arrays and lists of str in `x` (or its dict) as string Tensors.
+
+    Keras's array input refuses numpy's str dtypes; a string Tensor slices
+    into batches like any array.
+    """
+    def convert(value):
+        if isinstance(value, np.ndarray) and value.dtype.kind in "USO":
+            return tf.constant(value)
+        if (isinstance(value, list) and value
+                and all(isinstance(v, (str, bytes)) for v in value)):
+            return tf.constant(value)
+        return value
+
+    if isinstance(x, dict):
+        return {k: convert(v) for k, v in x.items()}
+    return convert(x)
+
+
+def _train_results(task):
+    def results(sums):
+        values = {"loss": safe_div(sums["loss_sum"], sums["num_steps"])}
+        values.update(task.train_metrics(sums))
+        return values
+    return results
+
+
+def _describe(value):
+    if isinstance(value, dict):
+        return "a dict with keys %s" % sorted(value)
+    dtype = getattr(value, "dtype", None)
+    return "%s%s" % (type(value).__name__, "" if dtype is None else " of dtype %s" % dtype)

@@ -1,0 +1,120 @@
+"""Keras callbacks for `fit` (original: the Estimator's checkpointing and restore-on-start).
+
+`CheckpointCallback` keeps an `output_dir` as the original's Estimator (and
+`bert_tf.training.Trainer`) keeps it: `model.ckpt-<global_step>` in Google's
+format every `save_checkpoints_steps` and at the end of `fit`, with the
+`adam_m` / `adam_v` slots and `global_step`, the newest `keep_checkpoint_max`
+kept and listed in the `checkpoint` state file; and `fit` resumes from the
+latest one there (weights, slots and step, so the learning-rate schedule goes
+on where it stopped). The original code restores these checkpoints, and
+`run_classifier.py` / `run_pretraining.py` resume from them.
+
+  model.compile(optimizer=create_optimizer(2e-5, num_train_steps, num_warmup_steps))
+  model.fit(dataset, epochs=1, steps_per_epoch=num_train_steps,
+            callbacks=[CheckpointCallback("output_dir", save_checkpoints_steps=1000)])
+
+Resuming restores the step, not the position in the data: a resumed `fit`
+runs the steps it is asked for from the step it finds. To end where an
+interrupted run would have, ask for the steps left
+(`num_train_steps - callback.restored_step`) and continue the data where it
+stopped (e.g. `dataset.skip(...)`).
+"""
+
+from bert_tf import _backend  # noqa: F401  (Keras' TensorFlow backend, before keras)
+
+import keras  # noqa: E402
+from absl import logging  # noqa: E402
+
+from bert_tf.errors import UserError  # noqa: E402
+from bert_tf.training import distribute  # noqa: E402
+from bert_tf.training.output_dir import KEEP_CHECKPOINT_MAX  # noqa: E402
+from bert_tf.training.output_dir import Checkpoints  # noqa: E402
+
+
+class CheckpointCallback(keras.callbacks.Callback):
+    """Saves `output_dir/model.ckpt-N` during `fit` and resumes from the latest one.
+
+    The cadence is `bert_tf.training.output_dir.Checkpoints`', the trainer's.
+
+    Args:
+      output_dir: where the checkpoints go (created if needed).
+      save_checkpoints_steps: save when global_step reaches a multiple of it
+        (and at the end of `fit`). With Keras's `steps_per_execution` > 1 the
+        step is seen only every that many steps: the save then comes at the
+        first step seen past each multiple.
+      keep_checkpoint_max: how many checkpoints to keep (the Estimator's 5).
+
+    Attributes:
+      restored_step: the global_step `fit` started from (0 when nothing was
+        restored), set at the start of each `fit`.
+      last_saved: the prefix of the last checkpoint written (None before).
+
+    Raises (at the start of `fit`):
+      UserError: the optimizer is not one of `bert_tf.training.optimization`'s (the
+        checkpoint holds the original's `adam_m` / `adam_v` slots), or the
+        latest checkpoint in `output_dir` does not fit the model.
+    """
+
+    def __init__(self, output_dir, save_checkpoints_steps=1000,
+                 keep_checkpoint_max=KEEP_CHECKPOINT_MAX):
+        super().__init__()
+        if not output_dir:
+            raise UserError("CheckpointCallback: output_dir is empty")
+        for name, value in (("save_checkpoints_steps", save_checkpoints_steps),
+                            ("keep_checkpoint_max", keep_checkpoint_max)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise UserError("CheckpointCallback: %s must be a positive integer, got %r"
+                                % (name, value))
+        self.output_dir = str(output_dir)
+        self.save_checkpoints_steps = save_checkpoints_steps
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self.restored_step = 0
+        self.last_saved = None
+        self._checkpoints = None
+
+    def _optimizer(self):
+        """The optimizer with the slots (inside any loss-scale wrapper)."""
+        optimizer = self.model.optimizer
+        optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+        if not hasattr(optimizer, "get_slot_variables"):
+            raise UserError(
+                "CheckpointCallback needs an optimizer from bert_tf.training.optimization (e.g. "
+                "create_optimizer(init_lr, num_train_steps, num_warmup_steps)): the checkpoint "
+                "holds the original's adam_m/adam_v slots; got %s" % type(optimizer).__name__)
+        return optimizer
+
+    def _step(self):
+        return int(self._optimizer().iterations.numpy())
+
+    def on_train_begin(self, logs=None):
+        optimizer = self._optimizer()
+        if not self.model.optimizer.built:
+            # Keras builds it at the first step (or before, under a strategy);
+            # the slots must exist to be restored.
+            self.model.optimizer.build(self.model.trainable_variables)
+        self._checkpoints = Checkpoints(
+            self.output_dir, self.save_checkpoints_steps, self.keep_checkpoint_max,
+            is_chief=distribute.is_chief(self.model.distribute_strategy))
+        self._checkpoints.prepare()
+        latest, step = self._checkpoints.restore(self.model, optimizer)
+        if latest:
+            logging.info("Resuming from %s (global_step %d)", latest, step)
+        else:
+            step = self._step()
+            self._checkpoints.count_from(step)
+        self.restored_step = step
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self._step()
+        if self._checkpoints.due(step):
+            self._save(step)
+
+    def on_train_end(self, logs=None):
+        step = self._step()
+        if step != self._checkpoints.saved_step:
+            self._save(step)
+
+    def _save(self, step):
+        prefix = self._checkpoints.save(self.model, self._optimizer(), step)
+        if prefix is not None:
+            self.last_saved = prefix

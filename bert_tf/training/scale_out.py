@@ -1,0 +1,96 @@
+"""The scale-out options every training run shares (new: the original had a TPU or one device).
+
+`ScaleOut` holds what the training tools' new flags say (`--distribution_strategy`,
+`--num_gpus`, `--use_xla`, `--mixed_precision`, `--num_accumulation_steps`,
+`--optimizer_type`, `--log_steps`) and the original's TPU flags (`--use_tpu`,
+`--tpu_name`, `--tpu_zone`, `--gcp_project`, `--master`, `--num_tpu_cores`),
+and makes what they ask for: the `tf.distribute.Strategy` (`create_strategy`,
+before any TensorFlow op runs: MultiWorkerMirroredStrategy needs that), and
+the arguments of the `Trainer` under it and of its `train`. The runs
+(`bert_tf.runs`) take one; the tools build it from their flags
+(`bert_tf.runs.cli.scale_out_from_flags`).
+
+  scale_out = ScaleOut(distribution_strategy="mirrored", num_gpus=8, mixed_precision="bf16")
+  strategy = scale_out.create_strategy()
+  trainer = Trainer(strategy, task, "/tmp/output", **scale_out.trainer_options())
+  trainer.train(..., **scale_out.train_options())
+"""
+
+import dataclasses
+from typing import Optional
+
+from absl import logging
+
+from bert_tf.errors import UserError
+from bert_tf.training import distribute
+from bert_tf.training.progress import LOG_STEPS
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaleOut(object):
+    """Where a training run runs and how (the defaults: one device, float32, no XLA).
+
+    Attributes (the flags of the same names):
+      distribution_strategy: None | "off" | "one_device" | "mirrored" |
+        "multi_worker_mirrored" | "tpu"; None picks from the others (see
+        `strategy_name`).
+      num_gpus: GPUs per worker; None (or -1): every visible GPU; 0: the CPU.
+      use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores: the
+        original's TPU flags.
+      use_xla: compile each replica's training step with XLA.
+      mixed_precision: None | "bf16" | "fp16".
+      num_accumulation_steps: micro-batches per replica and update.
+      optimizer_type: "adamw" (the original's) | "lamb".
+      log_steps: log progress and write summaries at least this often.
+    """
+
+    distribution_strategy: Optional[str] = None
+    num_gpus: Optional[int] = None
+    use_tpu: bool = False
+    tpu_name: Optional[str] = None
+    tpu_zone: Optional[str] = None
+    gcp_project: Optional[str] = None
+    master: Optional[str] = None
+    num_tpu_cores: int = 8
+    use_xla: bool = False
+    mixed_precision: Optional[str] = None
+    num_accumulation_steps: int = 1
+    optimizer_type: str = "adamw"
+    log_steps: int = LOG_STEPS
+
+    def strategy_name(self):
+        """The strategy asked for: tpu with --use_tpu, mirrored with --num_gpus > 1, one_device
+        with --num_gpus=1, else off (unless --distribution_strategy names one)."""
+        if self.use_tpu:
+            if self.distribution_strategy not in (None, "tpu"):
+                raise UserError("--use_tpu=True contradicts --distribution_strategy=%s"
+                                % self.distribution_strategy)
+            return "tpu"
+        if self.distribution_strategy:
+            return self.distribution_strategy
+        if self.num_gpus is not None and self.num_gpus > 1:
+            return "mirrored"
+        if self.num_gpus == 1:
+            return "one_device"
+        return "off"
+
+    def create_strategy(self):
+        """The `tf.distribute.Strategy` (call it before any TensorFlow op runs)."""
+        strategy = distribute.get_strategy(
+            self.strategy_name(), num_gpus=self.num_gpus, tpu=self.tpu_name,
+            tpu_zone=self.tpu_zone, gcp_project=self.gcp_project, master=self.master)
+        if self.use_tpu and self.num_tpu_cores != strategy.num_replicas_in_sync:
+            # Port note: TPUStrategy uses every core of the TPU it connects to.
+            logging.warning("--num_tpu_cores=%d is ignored: the TPU has %d cores, all used",
+                            self.num_tpu_cores, strategy.num_replicas_in_sync)
+        return strategy
+
+    def trainer_options(self):
+        """The keyword arguments of `Trainer` these options set (precision, XLA, logging)."""
+        return {"mixed_precision": self.mixed_precision, "use_xla": self.use_xla,
+                "log_steps": self.log_steps}
+
+    def train_options(self):
+        """The keyword arguments of `Trainer.train` these options set."""
+        return {"num_accumulation_steps": self.num_accumulation_steps,
+                "optimizer_type": self.optimizer_type}

@@ -1,0 +1,320 @@
+"""The house as WORKSPACE.md draws it: its rooms, the way imports run, and the claims a machine can check.
+
+The import graph is read from the code (every `import` / `from ... import`
+of a bert_tf module or a tool, at module level or inside a function) and held
+against the layout: the groups of `bert_tf/` stand in an order, and an import
+only runs to a group below its own (or within it), with no circle anywhere.
+
+`python -m tests.test_layout [ROOT]` prints the graph's numbers (modules,
+imports, circles, imports that run back up, depth, the largest module) for a
+checkout, this one by default.
+"""
+
+import ast
+import os
+import re
+import sys
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The groups of the house, from the ground up. A module may import its own
+# group and the groups below it; siblings on one floor (tokenization and
+# modeling; export, pretrained and models) do not import each other.
+LAYERS = (
+    ("ground", ("bert_tf/__init__.py", "bert_tf/_backend.py", "bert_tf/errors.py",
+                "bert_tf/fileio.py")),
+    ("tokenization", ("bert_tf/tokenization/",)),
+    ("modeling", ("bert_tf/modeling/",)),
+    ("data", ("bert_tf/data/",)),
+    ("training", ("bert_tf/training/",)),
+    ("tasks", ("bert_tf/tasks/",)),
+    ("export", ("bert_tf/export/",)),
+    ("pretrained", ("bert_tf/pretrained.py",)),
+    ("models", ("bert_tf/models.py",)),
+    ("runs", ("bert_tf/runs/",)),
+    ("tools", ("tools/",)),
+)
+FLOOR = {"ground": 0, "tokenization": 1, "modeling": 2, "data": 3, "training": 4, "tasks": 5,
+         "export": 6, "pretrained": 6, "models": 6, "runs": 7, "tools": 8}
+
+
+def _python_files(root):
+    files = []
+    for top in ("bert_tf", "tools"):
+        for directory, _, names in os.walk(os.path.join(root, top)):
+            for name in names:
+                if name.endswith(".py"):
+                    files.append(os.path.relpath(os.path.join(directory, name), root)
+                                 .replace(os.sep, "/"))
+    return sorted(files)
+
+
+def _module_file(root, dotted):
+    """The file of a dotted module name (`bert_tf.data.vocab`), or None."""
+    base = dotted.replace(".", "/")
+    for candidate in (base + ".py", base + "/__init__.py"):
+        if os.path.isfile(os.path.join(root, candidate)):
+            return candidate
+    return None
+
+
+def imports_of(root, path):
+    """The files of this tree that `path` imports (module level and inside functions)."""
+    with open(os.path.join(root, path), encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    targets = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.name
+                if path.startswith("tools/") and "." not in name:
+                    name = "tools." + name  # `import _bootstrap`, beside the tool
+                target = _module_file(root, name)
+                if target:
+                    targets.add(target)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            base = _module_file(root, node.module)
+            for alias in node.names:
+                # `from bert_tf.data import vocab` names a module; `from
+                # bert_tf.modeling.config import BertConfig` a name in one.
+                target = _module_file(root, node.module + "." + alias.name) or base
+                if target:
+                    targets.add(target)
+    targets.discard(path)
+    return targets
+
+
+def import_graph(root=REPO_ROOT):
+    """{file: set of files it imports}, over bert_tf/ and tools/."""
+    return {path: imports_of(root, path) for path in _python_files(root)}
+
+
+def circles(graph):
+    """The strongly connected components of more than one file (Tarjan), sorted."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    counter = [0]
+
+    def visit(node):
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(10000, sys.getrecursionlimit()))
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def depth(graph):
+    """The number of levels: 1 + the longest chain of imports (a circle counts as one level)."""
+    component_of = {}
+    for i, component in enumerate(circles(graph)):
+        for node in component:
+            component_of[node] = ("circle", i)
+    levels = {}
+
+    def level(node, seen=()):
+        key = component_of.get(node, node)
+        if key in levels:
+            return levels[key]
+        members = [n for n in graph if component_of.get(n, n) == key]
+        below = [t for n in members for t in graph[n] if component_of.get(t, t) != key]
+        levels[key] = 1 + max([level(t) for t in below], default=0)
+        return levels[key]
+
+    return max([level(node) for node in graph], default=0)
+
+
+def group_of(path):
+    for name, prefixes in LAYERS:
+        if any(path == p or (p.endswith("/") and path.startswith(p)) for p in prefixes):
+            return name
+    return None
+
+
+def back_imports(graph):
+    """[(file, imported file)] that run to a higher floor, or across one floor's siblings."""
+    bad = []
+    for path, targets in sorted(graph.items()):
+        here = group_of(path)
+        for target in sorted(targets):
+            there = group_of(target)
+            if there == here:
+                continue
+            if FLOOR[there] >= FLOOR[here]:
+                bad.append((path, target))
+    return bad
+
+
+def _lines(root, path):
+    with open(os.path.join(root, path), encoding="utf-8") as f:
+        return sum(1 for _ in f)
+
+
+def report(root=REPO_ROOT):
+    """The numbers of the closing note: modules, imports, circles, depth, the largest module."""
+    graph = import_graph(root)
+    library = [p for p in graph if p.startswith("bert_tf/")]
+    largest = max(library, key=lambda p: _lines(root, p))
+    return {
+        "modules": len(graph),
+        "imports": sum(len(t) for t in graph.values()),
+        "circles": circles(graph),
+        "depth": depth(graph),
+        "largest": (largest, _lines(root, largest)),
+    }
+
+
+# ----------------------------------------------------------------- the graph
+
+
+def test_no_import_circle():
+    assert circles(import_graph()) == []
+
+
+def test_every_import_runs_down_the_layers():
+    graph = import_graph()
+    unplaced = [p for p in graph if group_of(p) is None]
+    assert unplaced == [], "modules outside the layout (add them to LAYERS and WORKSPACE.md)"
+    assert back_imports(graph) == []
+
+
+def test_no_import_through_importlib():
+    """No import hides from the graph: only the package's lazy public names use importlib."""
+    offenders = []
+    for path in _python_files(REPO_ROOT):
+        if path == "bert_tf/__init__.py":
+            continue
+        with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+            if re.search(r"\bimport_module\b|\b__import__\b|importlib", f.read()):
+                offenders.append(path)
+    assert offenders == []
+
+
+def test_the_graph_is_no_deeper_than_the_floors():
+    """A tool, its run, a task model, BertModel, three layer modules, the ground: 8 levels."""
+    assert report()["depth"] <= 8
+
+
+# ----------------------------------------------------------------- WORKSPACE.md
+
+
+def _workspace_blocks():
+    with open(os.path.join(REPO_ROOT, "WORKSPACE.md"), encoding="utf-8") as f:
+        return f.read().split("```")[1::2]
+
+
+def _workspace_floors():
+    """{floor: set of paths} from WORKSPACE.md's floors block."""
+    block = next(b for b in _workspace_blocks() if b.lstrip().startswith("floor 0"))
+    floors, floor = {}, None
+    for line in block.splitlines():
+        match = re.match(r"^floor (\d+)", line)
+        if match:
+            floor = int(match.group(1))
+        if floor is not None:
+            floors.setdefault(floor, set()).update(re.findall(r"(?:bert_tf|tools)/[\w/.]*", line))
+    return floors
+
+
+def _workspace_tree():
+    """The paths WORKSPACE.md's repository map names.
+
+    An entry is a name at an even indentation (two spaces a level) of under
+    24 columns, then two spaces or the end of the line: a folder (`name/`) or
+    a file with an extension; deeper lines continue a description.
+    """
+    block = next(b for b in _workspace_blocks() if b.lstrip().startswith("bert_tf/"))
+    paths, stack = [], []
+    for line in block.splitlines():
+        match = re.match(r"^( *)([\w.-]+/|[\w-]+\.(?:py|sh|md|toml|txt|ini|json))(?:  |$)", line)
+        if not match or len(match.group(1)) >= 24 or len(match.group(1)) % 2:
+            continue
+        depth = len(match.group(1)) // 2
+        stack = stack[:depth] + [match.group(2)]
+        paths.append("".join(stack))
+    return paths
+
+
+def test_workspace_floors_are_the_layers():
+    layers = {}
+    for name, prefixes in LAYERS:
+        layers.setdefault(FLOOR[name], set()).update(prefixes)
+    assert _workspace_floors() == layers
+
+
+def _module_imports(path):
+    """Top-level names of the packages `path` imports at module level (not inside functions)."""
+    with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_only_dense_and_dropout_layers_call_tensorflow():
+    """WORKSPACE.md: layers use keras.ops; dense.py and dropout.py call TensorFlow, and say why."""
+    layers = os.path.join("bert_tf", "modeling", "layers")
+    with_tf = sorted(name for name in os.listdir(os.path.join(REPO_ROOT, layers))
+                     if name.endswith(".py")
+                     and "tensorflow" in _module_imports(os.path.join(layers, name)))
+    assert with_tf == ["dense.py", "dropout.py"]
+
+
+def test_data_modules_that_load_tensorflow_are_the_ones_workspace_names():
+    """WORKSPACE.md: of bert_tf/data/, only the tf.data modules (and Beam) import TensorFlow."""
+    heavy = []
+    for path in _python_files(REPO_ROOT):
+        if path.startswith("bert_tf/data/") and _module_imports(path) & {
+                "tensorflow", "keras", "tensorflow_text", "apache_beam"}:
+            heavy.append(path)
+    assert heavy == ["bert_tf/data/finite_input.py", "bert_tf/data/input_pipeline.py",
+                     "bert_tf/data/pretraining/beam.py"]
+
+
+def test_tools_are_thin():
+    """A tool imports no other tool, only bert_tf's runs plumbing at module level, reads no
+    module of the library but the one it calls, and the library reads no flags."""
+    graph = import_graph()
+    for path, targets in graph.items():
+        if path.startswith("tools/"):
+            assert [t for t in targets if t.startswith("tools/")] in ([], ["tools/_bootstrap.py"])
+        else:
+            with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+                assert "absl import flags" not in f.read(), path
+    for path in _python_files(REPO_ROOT):
+        if path.startswith("tools/") and path != "tools/_bootstrap.py":
+            heavy = _module_imports(path) - {"_bootstrap", "absl", "bert_tf", "json", "sys"}
+            assert heavy == set(), (path, heavy)
+
+
+if __name__ == "__main__":
+    numbers = report(sys.argv[1] if len(sys.argv) > 1 else REPO_ROOT)
+    print("modules: %d\nimports: %d\ncircles: %d %s\ndepth: %d levels\nlargest module: %s, %d lines"
+          % (numbers["modules"], numbers["imports"], len(numbers["circles"]),
+             numbers["circles"], numbers["depth"], numbers["largest"][0],
+             numbers["largest"][1]))
+    if len(sys.argv) == 1:
+        print("imports that run back up: %d" % len(back_imports(import_graph())))
