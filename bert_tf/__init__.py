@@ -9,7 +9,7 @@ select Keras' TensorFlow backend when they load (`bert_tf._backend`).
 
 import importlib as _importlib
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # Public name -> (module, attribute); attribute None means the module itself.
 _LAZY = {
