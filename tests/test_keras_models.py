@@ -1,4 +1,4 @@
-"""Tests for Keras-native training and inference: bert_tf/models.py, training/callbacks.py, tokenization/preprocessor.py.
+"""Keras-native training and inference: bert_tf/models.py, training/callbacks.py, the preprocessor.
 
 * `fit` is the trainer's step: from the same weights on the same batches
   with the same schedule (dropout 0), `fit` gives `Trainer.train`'s weights,

@@ -136,7 +136,8 @@ def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision
 
     Built in float32 (whatever the process's policy is), or for inference in
     `mixed_precision` ("bf16" | "fp16"): the matmuls in bfloat16 / float16,
-    the encoder's dense weights stored so (`precision.inference_policy`), LayerNorm, embeddings and heads in float32.
+    the encoder's dense weights stored so (`precision.inference_policy`),
+    LayerNorm, embeddings and heads in float32.
     """
     with precision.inference_policy(mixed_precision):
         if kind == CLASSIFIER:

@@ -98,10 +98,11 @@ class TaskModel(object):
     Data: a dataset (or arrays) of feature dicts as the project's pipelines
     make them (labels included), or Keras's `(x, y)` with `x` the features
     and `y` the labels (a dict of `task.label_keys`, or the one label Tensor
-    of a task with one label key: the classifier's `label_ids`). With a `preprocessor`, `x` may be raw text (see
-    `bert_tf.tokenization.preprocessor.BertPreprocessor`). Sample weights are refused:
-    the original's training loss has none, and evaluation weighs examples by
-    the `is_real_example` feature.
+    of a task with one label key: the classifier's `label_ids`). With a
+    `preprocessor`, `x` may be raw text (see
+    `bert_tf.tokenization.preprocessor.BertPreprocessor`). Sample weights are
+    refused: the original's training loss has none, and evaluation weighs
+    examples by the `is_real_example` feature.
     """
 
     def make_task(self):
