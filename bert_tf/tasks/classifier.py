@@ -106,14 +106,8 @@ class BertClassifier(TaskModel, keras.Model):
         self.classifier = ClassifierHead(self.num_labels, config.hidden_size, name="classifier")
         self.build()
 
-    def build(self, input_shape=None):
-        # Every weight is made by the constructors (a checkpoint loads before any call).
-        self.built = True
-
     def call(self, features, training=None):
-        features = self.model_inputs(features)
-        outputs = self.bert(features["input_ids"], input_mask=features["input_mask"],
-                            token_type_ids=features["segment_ids"], training=training)
+        _, outputs = self.backbone(features, training)
         logits = self.classifier(outputs["pooled_output"], training=training)
         return {"logits": logits, "pooled_output": outputs["pooled_output"]}
 

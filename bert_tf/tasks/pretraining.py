@@ -79,14 +79,8 @@ class BertPretrainer(TaskModel, keras.Model):
         self.cls = BertPretrainingHeads(config)
         self.build()
 
-    def build(self, input_shape=None):
-        # Every weight is made by the constructors (a checkpoint loads before any call).
-        self.built = True
-
     def call(self, features, training=None):
-        features = self.model_inputs(features)
-        outputs = self.bert(features["input_ids"], input_mask=features["input_mask"],
-                            token_type_ids=features["segment_ids"], training=training)
+        features, outputs = self.backbone(features, training)
         masked_lm_logits, next_sentence_logits = self.cls(
             outputs["sequence_output"], outputs["pooled_output"],
             features["masked_lm_positions"], self.bert.embedding_table)

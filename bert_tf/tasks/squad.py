@@ -58,14 +58,8 @@ class BertSquad(TaskModel, keras.Model):
         self.cls = SquadHead(config.hidden_size, name="cls")
         self.build()
 
-    def build(self, input_shape=None):
-        # Every weight is made by the constructors (a checkpoint loads before any call).
-        self.built = True
-
     def call(self, features, training=None):
-        features = self.model_inputs(features)
-        outputs = self.bert(features["input_ids"], input_mask=features["input_mask"],
-                            token_type_ids=features["segment_ids"], training=training)
+        _, outputs = self.backbone(features, training)
         start_logits, end_logits = self.cls(outputs["sequence_output"])
         return {"start_logits": start_logits, "end_logits": end_logits}
 

@@ -77,9 +77,9 @@ class TaskModel(object):
     """Keras's `compile` / `fit` / `evaluate` / `predict` for a model trained by a `Task`.
 
     A mixin, listed before `keras.Model` (`class BertClassifier(TaskModel,
-    keras.Model)`). The model says which task trains it (`make_task`);
-    everything else is the task's contract (`bert_tf.tasks.base.Task`) and the
-    trainer's:
+    keras.Model)`). The model holds its backbone as `self.bert` (`backbone`
+    runs it) and says which task trains it (`make_task`); everything else is
+    the task's contract (`bert_tf.tasks.base.Task`) and the trainer's:
 
       * `train_step` is `build_replica_train_step`, the trainer's replica
         step: the task's `loss_normalizers` all-reduced over replicas, its
@@ -108,6 +108,20 @@ class TaskModel(object):
     def make_task(self):
         """The `bert_tf.tasks.base.Task` whose loss, metrics and predictions this model has."""
         raise NotImplementedError
+
+    def build(self, input_shape=None):
+        # Every weight is made by the constructors (a checkpoint loads before any call).
+        self.built = True
+
+    def backbone(self, features, training=None):
+        """(`features` as a dict, `self.bert`'s outputs on them): what every head starts from.
+
+        Raw text goes through the preprocessor first (`model_inputs`).
+        """
+        features = self.model_inputs(features)
+        outputs = self.bert(features["input_ids"], input_mask=features["input_mask"],
+                            token_type_ids=features["segment_ids"], training=training)
+        return features, outputs
 
     def _task_model_state(self):
         state = self.__dict__.get("_task_model_state_")
