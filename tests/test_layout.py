@@ -131,7 +131,7 @@ def depth(graph):
             component_of[node] = ("circle", i)
     levels = {}
 
-    def level(node, seen=()):
+    def level(node):
         key = component_of.get(node, node)
         if key in levels:
             return levels[key]
