@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= demo_output
 export KERAS_BACKEND := tensorflow
-export TF_CPP_MIN_LOG_LEVEL := 2
+export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: setup test test-fast demo bench bench-full clean
 

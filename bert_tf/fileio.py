@@ -8,6 +8,8 @@ data package stay light; a `gs://` (or any `scheme://`) path goes through
 import contextlib
 import os
 
+from absl import logging
+
 from bert_tf.errors import UserError
 
 
@@ -102,6 +104,106 @@ def write_text(path, text):
     with atomic_write(path, "w", newline="") as f:
         f.write(text)
     return path
+
+
+def _listdir(directory):
+    """The names in `directory` (a remote listing's without its trailing "/"), or None."""
+    if not isdir(directory):
+        return None
+    if is_remote(directory):
+        import tensorflow as tf
+        return set(name.rstrip("/") for name in tf.io.gfile.listdir(directory))
+    return set(os.listdir(directory))
+
+
+class InputFiles(object):
+    """The files a run writes in its output directory before it trains; removed if it fails first.
+
+    A run converts its data to files in `output_dir` (the fine-tuning runs'
+    `train.tf_record`, `eval.tf_record`, `predict.tf_record`) before training,
+    evaluation or prediction start. Used as a context manager around the run,
+    with `add` naming each such file, it leaves `output_dir` as it found it
+    when the run fails in that phase (a bad data file found while converting,
+    a checkpoint that cannot be read): when the block raises,
+
+      * if `output_dir` holds a new entry that is not an added file (a
+        checkpoint, a summary, a result: the run has produced something),
+        nothing is removed: a run that fails at evaluation after hours of
+        training keeps its checkpoints;
+      * otherwise the added files this run created are removed, then
+        `output_dir` and the parents it created, if that leaves them empty.
+
+    An entry that was there when the block began is never removed (a resumed
+    run's checkpoints and records). The files themselves are written
+    atomically (`atomic_write`), so none is ever left half-written.
+
+    Example:
+      with fileio.InputFiles(output_dir) as inputs:
+          write_records(inputs.add(os.path.join(output_dir, "train.tf_record")))
+          train(...)
+
+    Attributes:
+      enabled: whether a failure removes anything; a run sets it False in a
+        process that is not the chief (it shares the chief's output_dir).
+    """
+
+    def __init__(self, directory):
+        self.directory = str(directory)
+        self.enabled = True
+        self._names = set()
+        self._before = None
+        self._created = []
+
+    def __enter__(self):
+        self._before = _listdir(self.directory)
+        if self._before is None and not exists(self.directory):
+            # The directories the run will create: output_dir and its missing parents.
+            path = self.directory if is_remote(self.directory) else os.path.abspath(
+                self.directory)
+            self._created.append(path)
+            parent = os.path.dirname(path)
+            while not is_remote(path) and parent != path and not os.path.lexists(parent):
+                self._created.append(parent)
+                path, parent = parent, os.path.dirname(parent)
+        return self
+
+    def add(self, path):
+        """Names `path` (a file in the directory) as one of the run's inputs; returns it."""
+        self._names.add(os.path.basename(str(path)))
+        return path
+
+    def __exit__(self, exc_type, exc, traceback):
+        if exc_type is not None and self.enabled:
+            try:
+                self._remove_new_inputs()
+            except Exception as e:  # pylint: disable=broad-except
+                # The run's own error is the one to report.
+                logging.warning("Could not remove the inputs written in %s: %s",
+                                self.directory, e)
+        return False
+
+    def _is_input(self, name):
+        # An added file, or a temporary file of one (`<name>.tmp-<pid>`).
+        return any(name == added or name.startswith(added + ".tmp-") for added in self._names)
+
+    def _remove_new_inputs(self):
+        new = sorted((_listdir(self.directory) or set()) - (self._before or set()))
+        if any(not self._is_input(name) for name in new):
+            return
+        for name in new:
+            remove_quietly(os.path.join(self.directory, name))
+        if new:
+            logging.info("Removed what this run wrote in %s before it failed: %s",
+                         self.directory, ", ".join(new))
+        for directory in self._created:
+            if is_remote(directory):
+                continue  # an object store has no directory to remove
+            try:
+                os.rmdir(directory)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return  # not empty (or not ours to remove): its parents stay too
 
 
 def check_writable(path, flag, directory=True):

@@ -233,6 +233,28 @@ def test_encoder_matches_bert_model(export):
     assert list(encoder.regularization_losses) == []
 
 
+def test_encoder_has_a_serving_default_signature(export):
+    """What TF Serving and saved_model_cli see: flat named inputs, the layers stacked."""
+    signature = export.load("encoder").signatures["serving_default"]
+    assert sorted(signature.structured_input_signature[1]) == sorted(KEYS)
+    texts = _texts()
+    features = export.features(texts[:5], texts[5:10])
+    want = export.reference(features)
+    got = signature(**{k: tf.constant(v) for k, v in features.items()})
+    assert set(got) == {"pooled_output", "default", "sequence_output", "encoder_outputs"}
+    np.testing.assert_allclose(got["pooled_output"].numpy(), want["pooled_output"], atol=1e-5)
+    np.testing.assert_allclose(got["sequence_output"].numpy(), want["sequence_output"],
+                               atol=1e-5)
+    assert got["encoder_outputs"].shape == (5, export.config.num_hidden_layers, SEQ_LENGTH,
+                                            export.config.hidden_size)
+    np.testing.assert_allclose(got["encoder_outputs"].numpy(),
+                               np.stack(want["all_encoder_layers"], axis=1), atol=1e-5)
+    # The preprocessor's serving_default: strings in, the encoder's inputs out.
+    packed = export.load("preprocessor").signatures["serving_default"](
+        sentences=tf.constant(texts[:5]))
+    assert sorted(packed) == sorted(KEYS)
+
+
 def test_export_rejects_bad_arguments(export, tmp_path):
     from bert_tf.errors import UserError
     small = tiny_config(vocab_size=10)

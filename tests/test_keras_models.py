@@ -28,7 +28,9 @@ if __name__ == "__main__":
     _distribute.set_logical_cpu_devices(2)
 
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -435,6 +437,47 @@ def test_checkpoint_callback_keeps_the_newest_and_a_new_model_resumes_the_same_r
         "model.ckpt-3", "model.ckpt-4"]
     assert_same_state(checkpoint.read_checkpoint(str(output_dir / "model.ckpt-4")), want,
                       REPLICA_ATOL)
+
+
+def test_a_second_fit_into_an_output_dir_says_it_resumed_and_refuses_an_ended_schedule(
+        tmp_path, caplog):
+    """Running a script twice: the resume is a warning; a run with no step left is an error.
+
+    (Before, the second run silently replaced the model's weights with the
+    checkpoint's and trained every step at learning rate 0.)
+    """
+    config = tiny_config()
+    init = init_checkpoint("classifier", config, tmp_path / "init" / "bert_model.ckpt")
+    batches = random_train_batches(4, seed=3)
+    output_dir = str(tmp_path / "output")
+
+    def fit(num_train_steps, steps):
+        model = compiled_model("classifier", config, init, num_train_steps=num_train_steps,
+                               run_eagerly=True)
+        data = tf.data.Dataset.from_tensor_slices(batches).take(steps)
+        callback = CheckpointCallback(output_dir, save_checkpoints_steps=100)
+        model.fit(data, epochs=1, verbose=0, callbacks=[callback])
+        return model, callback
+
+    with caplog.at_level(logging.WARNING):
+        fit(num_train_steps=2, steps=2)
+    assert "resumed" not in caplog.text
+
+    # The same script again: the schedule (2 steps) has ended.
+    with pytest.raises(UserError, match=r"nothing left to train: .*model\.ckpt-2 is at global "
+                                        r"step 2, the end of the learning-rate schedule "
+                                        r"\(num_train_steps=2\)"):
+        fit(num_train_steps=2, steps=2)
+
+    # A longer schedule trains on from step 2, and says so; steps past its end are a warning.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        model, callback = fit(num_train_steps=5, steps=4)
+    assert callback.restored_step == 2
+    assert int(model.optimizer.iterations.numpy()) == 6
+    assert re.search(r"resumed from .*model\.ckpt-2 at global step 2", caplog.text)
+    assert ("fit asks for 4 steps from global step 2, but the learning-rate schedule ends at "
+            "step 5 (num_train_steps): the last 1 train at learning rate 0") in caplog.text
 
 
 def test_checkpoint_callback_errors_are_one_line(tmp_path):

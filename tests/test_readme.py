@@ -10,6 +10,7 @@ why, and that there are only the two that need a server or another process.
 """
 
 import json
+import logging
 import os
 import re
 
@@ -71,7 +72,7 @@ def _write_release(directory):
                                update_state=False)
 
 
-def test_every_block_runs_or_says_why_not(tmp_path, monkeypatch):
+def test_every_block_runs_or_says_why_not(tmp_path, monkeypatch, caplog):
     from bert_tf.data import demo_corpus
 
     blocks = readme_blocks()
@@ -86,7 +87,22 @@ def test_every_block_runs_or_says_why_not(tmp_path, monkeypatch):
     for line, code, reason in blocks:
         if reason:
             continue
-        try:
-            exec(compile(code, "README.md:%d" % line, "exec"), namespace)  # noqa: S102
-        except Exception as e:  # pylint: disable=broad-except
-            pytest.fail("README.md's block at line %d fails: %s: %s" % (line, type(e).__name__, e))
+        _run_block(line, code, namespace)
+
+    # The Keras example run a second time, as a user re-runs a script: the
+    # fit resumes from the first run's checkpoint and says so.
+    keras_example = [(line, code) for line, code, reason in blocks
+                     if not reason and "CheckpointCallback(" in code]
+    assert len(keras_example) == 1
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        _run_block(keras_example[0][0], keras_example[0][1], namespace)
+    assert re.search(r"CheckpointCallback: resumed from output_dir/model\.ckpt-\d+ at global "
+                     r"step \d+", caplog.text), caplog.text
+
+
+def _run_block(line, code, namespace):
+    try:
+        exec(compile(code, "README.md:%d" % line, "exec"), namespace)  # noqa: S102
+    except Exception as e:  # pylint: disable=broad-except
+        pytest.fail("README.md's block at line %d fails: %s: %s" % (line, type(e).__name__, e))

@@ -12,6 +12,7 @@ import functools
 import json
 import logging as std_logging
 import os
+import re
 import sys
 
 import keras
@@ -123,3 +124,19 @@ def test_extract_features_accepts_the_tpu_flags_and_runs_locally(tmp_path):
             for la, lb in zip(ta["layers"], tb["layers"]):
                 assert la["index"] == lb["index"]
                 np.testing.assert_allclose(la["values"], lb["values"], atol=JSON_ATOL)
+
+
+def test_help_lists_the_tpu_and_scale_out_flags_of_each_training_tool():
+    """`--help` (not only `--helpfull`) shows the shared flags; --num_tpu_cores says it is ignored."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for tool in ("run_pretraining", "run_classifier", "run_squad"):
+        result = subprocess.run([sys.executable, os.path.join(root, "tools", tool + ".py"),
+                                 "--help"], capture_output=True, text=True, timeout=120)
+        text = result.stdout + result.stderr
+        for flag in ("log_steps", "num_gpus", "distribution_strategy", "mixed_precision",
+                     "num_accumulation_steps", "use_tpu", "tpu_name", "num_tpu_cores"):
+            assert re.search(r"--(\[no\])?%s:" % flag, text), (tool, flag)
+        assert "Total number of TPU cores to use" not in text, tool
+        assert "ignored with a warning" in " ".join(text.split()), tool

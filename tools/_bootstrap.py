@@ -6,8 +6,9 @@ starts (Apache Beam's workers): the clone's root goes first on `sys.path` and
 on `PYTHONPATH`. A tool copied out of `tools/` (or run by `runpy`) finds no
 `_bootstrap` and uses the installed package.
 
-It also selects Keras' TensorFlow backend and hides TensorFlow's C++ INFO and
-WARNING lines, unless the environment says otherwise.
+It also selects Keras' TensorFlow backend, unless the environment says
+otherwise. TensorFlow's own log lines are the runner's business
+(`bert_tf.runs.cli.run`, which sets TF_CPP_MIN_LOG_LEVEL if the user has not).
 """
 
 import os
@@ -19,4 +20,3 @@ if os.path.isfile(os.path.join(_ROOT, "bert_tf", "__init__.py")):
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

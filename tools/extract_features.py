@@ -55,7 +55,9 @@ flags.DEFINE_enum("mixed_precision", None, ["bf16", "fp16"],
 # nothing here (the one-hot lookup gives the same numbers as the gather).
 flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
 flags.DEFINE_string("master", None, "If using a TPU, the address of the master.")
-flags.DEFINE_integer("num_tpu_cores", 8, "Only used if `use_tpu` is True. Total number of TPU cores to use.")
+flags.DEFINE_integer("num_tpu_cores", 8,
+                     "Accepted for the original's command lines; ignored (extract_features "
+                     "runs on the local device).")
 flags.DEFINE_bool("use_one_hot_embeddings", False,
                   "If True, tf.one_hot will be used for embedding lookups, otherwise "
                   "tf.nn.embedding_lookup will be used. On TPUs, this should be True "

@@ -89,6 +89,8 @@ flags.DEFINE_string(
 
 ## New (beyond the original)
 cli.define_scale_out_flags(flags)
+# --help lists the TPU and scale-out flags with this tool's own (not only --helpfull).
+flags.adopt_module_key_flags(cli)
 
 FLAGS = flags.FLAGS
 

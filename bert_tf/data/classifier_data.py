@@ -35,6 +35,7 @@ from bert_tf import fileio
 from bert_tf import tokenization
 from bert_tf.data.text_features import build_pair_features
 from bert_tf.errors import UserError
+from bert_tf.item_progress import ItemProgress
 
 # The features of a classifier record, in the original's OrderedDict order.
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "label_ids", "is_real_example")
@@ -757,13 +758,18 @@ def features_to_example(feature, is_regression=False):
 
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
-                                            output_file, is_regression=False):
+                                            output_file, is_regression=False,
+                                            progress_every=None):
     """Converts a set of `InputExample`s to a TFRecord file, written atomically.
 
     One `tf.train.Example` per example (`FEATURE_NAMES`, all int64; for
     regression `label_ids` is a float). The records go to
     `<output_file>.tmp-<pid>`, renamed to `output_file` at the end, so an
     interrupted run leaves no file under the final name.
+
+    Besides the original's "Writing example %d of %d" every 10000 examples,
+    logs `<file name>: <done>/<total> examples, <rate>, elapsed, ETA` every 10 s
+    (and every `progress_every` examples, if given) and when the file is done.
 
     Returns:
       int, the number of records written.
@@ -772,6 +778,8 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
 
     fileio.makedirs(os.path.dirname(str(output_file)))
     tmp = fileio.temporary_name(output_file)
+    progress = ItemProgress(os.path.basename(str(output_file)), len(examples), "examples",
+                            every=progress_every)
     try:
         with tf.io.TFRecordWriter(tmp) as writer:
             for ex_index, example in enumerate(examples):
@@ -782,7 +790,9 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
                 # Port note: deterministic (sorted-key) serialization, see the module docstring.
                 writer.write(features_to_example(feature, is_regression)
                              .SerializeToString(deterministic=True))
+                progress.add()
         fileio.rename(tmp, output_file)
+        progress.finish()
     finally:
         try:
             if tf.io.gfile.exists(tmp):

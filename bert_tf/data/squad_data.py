@@ -62,6 +62,7 @@ from bert_tf import fileio
 from bert_tf import tokenization
 from bert_tf.data import squad_windows
 from bert_tf.errors import UserError
+from bert_tf.item_progress import ItemProgress
 
 
 class SquadExample(object):
@@ -368,7 +369,7 @@ class _TokenizedDoc(object):
 
 def convert_examples_to_features(examples, tokenizer, max_seq_length,
                                  doc_stride, max_query_length, is_training,
-                                 output_fn):
+                                 output_fn, progress_every=None):
     """Turns examples into features, one per doc span, passed to `output_fn`.
 
     Args:
@@ -380,12 +381,17 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length,
       is_training: bool; training features carry start/end positions.
       output_fn: called with each InputFeatures, in order (unique ids count up
         from 1000000000).
+      progress_every: also log progress every this many examples (it is
+        logged every 10 s and at the end in any case).
 
     Every feature of the first 20 examples is logged as the original logs it.
+    Progress: `SQuAD features: <done>/<total> examples (<n> features), <rate>,
+    elapsed, ETA`.
     """
     unique_id = 1000000000
     doc = None
     doc_tokens_of_doc = None
+    progress = ItemProgress("SQuAD features", len(examples), "examples", every=progress_every)
 
     for (example_index, example) in enumerate(examples):
         query_tokens = tokenizer.tokenize(example.question_text)
@@ -500,6 +506,9 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length,
                 is_impossible=example.is_impossible))
 
             unique_id += 1
+
+        progress.update(example_index + 1, "%d features" % (unique_id - 1000000000))
+    progress.finish("%d features" % (unique_id - 1000000000))  # no examples: a line still
 
 
 def _log_feature(unique_id, example_index, doc_span_index, tokens, token_to_orig_map,

@@ -43,6 +43,10 @@ Encoder (`output_dir/encoder`):
     trainable, for `hub.KerasLayer(..., trainable=True)`), and an empty
     `regularization_losses`.
   * `vocab_file` and `do_lower_case`, as TF Hub's BERT encoders have them.
+  * The `serving_default` signature (TF Serving, `saved_model_cli`):
+    `input_word_ids`, `input_mask`, `input_type_ids` int32 [batch, seq_length]
+    -> `pooled_output`, `default`, `sequence_output` and `encoder_outputs`
+    stacked, float32 [batch, num_hidden_layers, S, H]; no dropout.
 
 Deviations from TF Hub's BERT preprocessors, all to follow the ORIGINAL BERT
 (`run_classifier.py` / `extract_features.py`, i.e.
@@ -74,6 +78,7 @@ import tensorflow as tf
 
 from bert_tf import tokenization
 from bert_tf.errors import UserError
+from bert_tf.item_progress import PhaseLog
 from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.modeling import precision
 from bert_tf.modeling.bert_model import BertModel
@@ -305,6 +310,19 @@ class HubEncoder(tf.train.Checkpoint):
         call.get_concrete_function(spec)
         self.__call__ = call
 
+        # TF Serving's entry point (and saved_model_cli's): flat named inputs
+        # and outputs, the layers stacked into one Tensor as a signature needs.
+        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name=k)
+                                      for k in ENCODER_INPUT_KEYS], autograph=False)
+        def serve(input_word_ids, input_mask, input_type_ids):
+            outputs = call({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                            "input_type_ids": input_type_ids}, training=False)
+            outputs = dict(outputs)
+            outputs["encoder_outputs"] = tf.stack(outputs["encoder_outputs"], axis=1)
+            return outputs
+
+        self.serve = serve
+
 
 # ---------------------------------------------------------------------------
 # Export
@@ -312,7 +330,7 @@ class HubEncoder(tf.train.Checkpoint):
 
 
 def export_tfhub(config, vocab_file, do_lower_case, init_checkpoint, output_dir,
-                 max_seq_length, mixed_precision=None):
+                 max_seq_length, mixed_precision=None, phases=None):
     """Writes `output_dir/preprocessor/` and `output_dir/encoder/` (TF Hub's BERT pair).
 
     Args:
@@ -326,10 +344,13 @@ def export_tfhub(config, vocab_file, do_lower_case, init_checkpoint, output_dir,
         `config.max_position_embeddings`).
       mixed_precision: None (float32), "bf16" or "fp16": the encoder computes
         in that precision (float32 variables and outputs).
+      phases: a `bert_tf.item_progress.PhaseLog` that logs each phase (by
+        default a new one, "TF Hub export").
 
     Returns:
       (preprocessor path, encoder path).
     """
+    phases = phases or PhaseLog("TF Hub export")
     tokenization.check_vocab(vocab_file, config)
     max_seq_length = int(max_seq_length)
     config.check_max_seq_length(max_seq_length)
@@ -338,8 +359,13 @@ def export_tfhub(config, vocab_file, do_lower_case, init_checkpoint, output_dir,
     tf.io.gfile.makedirs(output_dir)
     preprocessor = HubPreprocessor(vocab_file, do_lower_case, max_seq_length)
     tf.saved_model.save(preprocessor, preprocessor_dir)
+    phases.done("preprocessor traced and saved")
     with precision.inference_policy(mixed_precision):
         model = BertModel(config)
     checkpoint_lib.load_checkpoint(model, init_checkpoint, strict=True)
-    tf.saved_model.save(HubEncoder(model, vocab_file, do_lower_case), encoder_dir)
+    phases.done("checkpoint loaded into the encoder")
+    encoder = HubEncoder(model, vocab_file, do_lower_case)
+    phases.done("encoder traced")
+    tf.saved_model.save(encoder, encoder_dir, signatures={"serving_default": encoder.serve})
+    phases.done("encoder saved")
     return preprocessor_dir, encoder_dir

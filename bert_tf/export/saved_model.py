@@ -57,6 +57,7 @@ from bert_tf.data import classifier_data
 from bert_tf.errors import UserError
 from bert_tf.export import hub
 from bert_tf.export.squad import SquadServingModule
+from bert_tf.item_progress import PhaseLog
 from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.modeling import precision
 from bert_tf.modeling.bert_model import BertModel
@@ -448,6 +449,7 @@ def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkp
     Raises:
       UserError: one line naming the flag, file or variable at fault.
     """
+    phases = PhaseLog("export")
     fileio.check_writable(export_dir, "export_dir")
     if isinstance(config, (str, os.PathLike)):
         bert_config_file = os.fspath(config)
@@ -471,15 +473,18 @@ def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkp
     num_labels = None if labels is None else (1 if is_regression else len(labels))
     check_checkpoint(prefix, config, kind, num_labels, bert_config_file, task_name)
     final_dir = version_dir(export_dir, int(time.time()) if version is None else version)
+    phases.done("inputs checked (task %s, checkpoint %s)", task_name, prefix)
 
     if fmt == "tfhub":
         with atomic_directory(final_dir) as tmp:
             hub.export_tfhub(config, vocab_file, do_lower_case, prefix, tmp, max_seq_length,
-                             mixed_precision=mixed_precision)
+                             mixed_precision=mixed_precision, phases=phases)
+        phases.done("written to %s", final_dir)
         logging.info("Exported %s (TF Hub format) from %s to %s", task_name, prefix, final_dir)
         return final_dir
 
     model = load_model(kind, config, prefix, num_labels, mixed_precision)
+    phases.done("checkpoint loaded into the %s model", kind)
     tokenizer = GraphTokenizer(vocab_file, do_lower_case)
     if kind == CLASSIFIER:
         module = ClassifierServingModule(model, tokenizer, labels, is_regression,
@@ -496,8 +501,13 @@ def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkp
         # A tf.function with an input_signature, or a concrete function.
         signatures = {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: module.serving_default}
         module = SquadRoot(module, do_lower_case, max_seq_length, vocab_file)
+    phases.done("serving module built (tokenizer tables, signatures %s)",
+                ", ".join(sorted(signatures)))
     with atomic_directory(final_dir) as tmp:
+        # The save traces every signature (the model and the tokenizer in the graph).
         save_module(module, signatures, tmp, vocab_file)
+        phases.done("signatures traced and SavedModel saved")
+    phases.done("written to %s", final_dir)
     logging.info("Exported %s from %s to %s (signatures: %s; compute: %s)", task_name, prefix,
                  final_dir, ", ".join(sorted(signatures)),
                  precision.MIXED_PRECISION[mixed_precision] or "float32")

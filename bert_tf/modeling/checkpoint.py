@@ -62,6 +62,37 @@ def _first_line(error):
     return lines[0].strip() if lines else type(error).__name__
 
 
+# The errors of a checkpoint that does not fit the model, one line each; shared by
+# `load_checkpoint` and `check_checkpoint_fits`, so both say the same.
+_CONFIG_HINT = "is bert_config_file the checkpoint's config?"
+
+
+def _wrong_shape(flag, checkpoint_path, name, got, want):
+    return UserError(
+        "%s: variable %s has shape %s in the checkpoint but %s in the model (%s)"
+        % (_where(flag, checkpoint_path), name, list(got), list(want),
+           "is num_labels the checkpoint's number of labels?"
+           if name in UNSCOPED_HEAD_VARIABLES else _CONFIG_HINT))
+
+
+def _and_more(names):
+    return "" if len(names) == 1 else " (and %d more)" % (len(names) - 1)
+
+
+def _missing(flag, checkpoint_path, names, shape, hint=None):
+    return UserError(
+        "%s: variable %s (shape %s) is missing from the checkpoint%s%s"
+        % (_where(flag, checkpoint_path), names[0], list(shape), _and_more(names),
+           " (%s)" % hint if hint else ""))
+
+
+def _unexpected(flag, checkpoint_path, names, shape, hint=None):
+    return UserError(
+        "%s: checkpoint variable %s (shape %s) has no place in the model%s%s"
+        % (_where(flag, checkpoint_path), names[0], list(shape), _and_more(names),
+           " (%s)" % hint if hint else ""))
+
+
 def tf1_name(variable):
     """The TF1 checkpoint name of a Keras variable (or of a path string).
 
@@ -305,12 +336,7 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
         want = tuple(variable.shape)
         got = tuple(ckpt_shapes[name])
         if want != got:
-            raise UserError(
-                "%s: variable %s has shape %s in the checkpoint but %s in the model (%s)"
-                % (_where(flag, checkpoint_path), name, list(got), list(want),
-                   "is num_labels the checkpoint's number of labels?"
-                   if name in UNSCOPED_HEAD_VARIABLES else
-                   "is bert_config_file the checkpoint's config?"))
+            raise _wrong_shape(flag, checkpoint_path, name, got, want)
     absent_heads = []
     heads = [n for n in model_vars if is_head_variable(n)]
     if strict and allow_missing_heads and heads and all(n in missing for n in heads):
@@ -318,10 +344,7 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
         absent_heads = heads
         missing = [n for n in missing if n not in absent_heads]
     if missing and strict:
-        raise UserError(
-            "%s: variable %s (shape %s) is missing from the checkpoint%s"
-            % (_where(flag, checkpoint_path), missing[0], list(model_vars[missing[0]].shape),
-               "" if len(missing) == 1 else " (and %d more)" % (len(missing) - 1)))
+        raise _missing(flag, checkpoint_path, missing, model_vars[missing[0]].shape)
     missing = missing + absent_heads
 
     unused_heads, skipped_optimizer, unexpected = [], [], []
@@ -335,10 +358,7 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
         else:
             unexpected.append(name)
     if unexpected and strict:
-        raise UserError(
-            "%s: checkpoint variable %s (shape %s) has no place in the model%s"
-            % (_where(flag, checkpoint_path), unexpected[0], list(ckpt_shapes[unexpected[0]]),
-               "" if len(unexpected) == 1 else " (and %d more)" % (len(unexpected) - 1)))
+        raise _unexpected(flag, checkpoint_path, unexpected, ckpt_shapes[unexpected[0]])
 
     slot_assignments = []
     if optimizer is not None:
@@ -538,3 +558,62 @@ def expected_tf1_variables(config, heads=False, head=None, num_labels=None):
         names["cls/seq_relationship/output_weights"] = (2, d)
         names["cls/seq_relationship/output_bias"] = (2,)
     return names
+
+
+def check_checkpoint_fits(config, checkpoint_path, flag="init_checkpoint", head=None,
+                          num_labels=None, strict=True):
+    """Raises `load_checkpoint`'s one-line `UserError` if the checkpoint cannot start the model.
+
+    Reads the checkpoint's index alone (names and shapes, no values: cheap
+    even for BERT-Large), so a run can refuse a `bert_config_file` that is
+    not the checkpoint's before it writes anything. The rule is the one the
+    run's own load applies later:
+
+      * every variable both have (backbone and `head`) has the same shape,
+        and they share at least one backbone variable (both loads);
+      * `strict` (a resume, or a strict `load_checkpoint`): the backbone
+        (`bert/*`) is the config's, no variable more or less (another
+        num_hidden_layers shows here). Without it (`--init_checkpoint`, the
+        original's `init_from_checkpoint`) a backbone variable the checkpoint
+        lacks starts from its initializer, and one the model lacks is not read;
+      * a head of the model that the checkpoint lacks is fine (it starts from
+        its initializer), and so are the checkpoint's other heads and its
+        optimizer state.
+
+    Args:
+      config: `BertConfig`.
+      checkpoint_path: a prefix or a directory (as `load_checkpoint` takes).
+      flag: the flag named in errors (None: the path alone).
+      head: the model's head, one of `HEADS`, or None (the backbone alone).
+      num_labels: the classifier head's number of labels (`head="classifier"`).
+      strict: whether the backbone must be the checkpoint's, variable for variable.
+
+    Returns:
+      The checkpoint prefix (a directory resolved to its checkpoint).
+
+    Raises:
+      UserError: naming `flag`, the checkpoint and the first variable at fault
+        with both shapes; an unreadable or absent checkpoint.
+    """
+    checkpoint_path = resolve_checkpoint(checkpoint_path, flag)
+    _, ckpt_shapes = open_checkpoint(checkpoint_path, flag)
+    expected = expected_tf1_variables(config, head=head, num_labels=num_labels)
+    for name, want in expected.items():
+        if name in ckpt_shapes and tuple(ckpt_shapes[name]) != tuple(want):
+            raise _wrong_shape(flag, checkpoint_path, name, ckpt_shapes[name], want)
+    missing = [name for name in expected if head_of(name) is None and name not in ckpt_shapes]
+    if missing and all(name in missing for name in expected if head_of(name) is None):
+        # The trainer's words for a checkpoint that initializes nothing.
+        raise UserError("%s shares no variable with the model (another architecture, or not a "
+                        "BERT checkpoint?)" % _where(flag, checkpoint_path))
+    if not strict:
+        return checkpoint_path
+    if missing:
+        raise _missing(flag, checkpoint_path, missing, expected[missing[0]], _CONFIG_HINT)
+    unexpected = [name for name in sorted(ckpt_shapes)
+                  if name.startswith(_ROOTS[0] + "/") and not is_optimizer_variable(name)
+                  and name not in expected]
+    if unexpected:
+        raise _unexpected(flag, checkpoint_path, unexpected, ckpt_shapes[unexpected[0]],
+                          _CONFIG_HINT)
+    return checkpoint_path

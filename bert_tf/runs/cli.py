@@ -15,20 +15,29 @@ from absl import app
 from absl import logging
 
 from bert_tf.errors import UserError
+from bert_tf.runs import tf_logs
 
 
 def run(main):
     """Runs `main` under `absl.app.run`; a `UserError` becomes one line and exit 2.
 
-    Anything else (a bug) keeps its traceback.
+    Anything else (a bug) keeps its traceback. Before `main` (and so before
+    TensorFlow loads), `bert_tf.runs.tf_logs.configure` sets up the logs:
+    bert_tf's INFO progress without TensorFlow's internals; absl's
+    `--verbosity=1` shows everything, `--verbosity=-1` warnings and errors only.
     """
 
     def _wrapped(argv):
-        logging.set_verbosity(logging.INFO)
+        # absl's own --verbosity (-v), which app.run has just parsed: present or not, since
+        # its default (-1) is also a value a user may pass.
+        verbosity = logging.FLAGS["verbosity"]
+        stderr_filter = tf_logs.configure(verbosity.value if verbosity.present else None)
         try:
             return main(argv)
         except UserError as e:
             message = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if stderr_filter is not None:
+                stderr_filter.close()  # what TensorFlow wrote first, then the error line
             sys.stderr.write("error: %s\n" % message)
             sys.stderr.flush()
             os._exit(2)  # no traceback, no atexit noise from TensorFlow
@@ -68,7 +77,8 @@ def define_tpu_flags(flags):
     flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
     flags.DEFINE_integer(
         "num_tpu_cores", 8,
-        "Only used if `use_tpu` is True. Total number of TPU cores to use.")
+        "Only used if `use_tpu` is True. Accepted for the original's command lines and "
+        "ignored with a warning: the TPU strategy uses every core of the TPU.")
 
 
 def define_scale_out_flags(flags):

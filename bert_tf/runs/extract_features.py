@@ -8,7 +8,6 @@ running the model and formatting the original JSON lines.
 import collections
 import json
 import re
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -18,6 +17,7 @@ from bert_tf import fileio
 from bert_tf import tokenization
 from bert_tf.data import text_features
 from bert_tf.errors import UserError
+from bert_tf.item_progress import ItemProgress
 from bert_tf.modeling import checkpoint
 from bert_tf.modeling import precision
 from bert_tf.modeling.bert_model import BertModel
@@ -64,6 +64,7 @@ def convert_examples_to_features(examples, seq_length, tokenizer, log_examples=5
     (`bert_tf.data.text_features.build_pair_features`).
     """
     features = []
+    progress = ItemProgress("features", len(examples), "examples")  # every 10 s, and the end
     for ex_index, example in enumerate(examples):
         tokens_a = tokenizer.tokenize(example.text_a)
         tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
@@ -78,6 +79,8 @@ def convert_examples_to_features(examples, seq_length, tokenizer, log_examples=5
             logging.info("input_type_ids: %s", " ".join(str(x) for x in pair.segment_ids))
         features.append(InputFeatures(example.unique_id, pair.tokens, pair.input_ids,
                                       pair.input_mask, pair.segment_ids))
+        progress.update(ex_index + 1)
+    progress.finish()
     return features
 
 
@@ -127,7 +130,8 @@ def predict_layers(model, features, layer_indexes, batch_size, jit_compile=False
         all_layers = outputs["all_encoder_layers"]
         return [tf.cast(all_layers[i], tf.float32) for i in layer_indexes]
 
-    start = time.time()
+    # A line every 50 batches, and at least every 10 s.
+    progress = ItemProgress("extract_features", len(features), "examples", every=50 * batch_size)
     for begin in range(0, len(features), batch_size):
         batch = features[begin:begin + batch_size]
         arrays = [np.asarray([getattr(f, key) for f in batch], dtype=np.int32)
@@ -135,12 +139,8 @@ def predict_layers(model, features, layer_indexes, batch_size, jit_compile=False
         layer_outputs = [out.numpy() for out in _predict(*arrays)]
         for k, feature in enumerate(batch):
             yield feature, [out[k] for out in layer_outputs]
-        done = begin + len(batch)
-        elapsed = max(time.time() - start, 1e-9)
-        if done == len(features) or (begin // batch_size) % 50 == 0:
-            logging.info("extract_features: %d/%d examples, %.1f examples/s, ETA %.0fs",
-                         done, len(features), done / elapsed,
-                         (len(features) - done) / max(done / elapsed, 1e-9))
+        progress.update(begin + len(batch))
+    progress.finish()
 
 
 def feature_to_json(feature, layer_indexes, layer_values):
@@ -187,7 +187,8 @@ def extract_features(input_file, output_file, bert_config_file, init_checkpoint,
     """Writes the original's JSON lines for every line of `input_file` (the tool's run).
 
     Every input is checked before the model is built: the output file can be
-    written, the config and vocab fit, `layers` names existing layers.
+    written, the config fits the vocab and the checkpoint, `layers` names
+    existing layers.
 
     Args:
       input_file, output_file, bert_config_file, init_checkpoint, vocab_file,
@@ -204,6 +205,8 @@ def extract_features(input_file, output_file, bert_config_file, init_checkpoint,
     bert_config = BertConfig.from_json_file(bert_config_file)
     bert_config.check_max_seq_length(max_seq_length, bert_config_file)
     tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
+    # The config against the checkpoint (its index alone), before the input is read.
+    checkpoint.check_checkpoint_fits(bert_config, init_checkpoint, flag="init_checkpoint")
     if max_seq_length < 2:
         raise UserError("--max_seq_length=%d: must be at least 2 ([CLS] and [SEP])"
                         % max_seq_length)

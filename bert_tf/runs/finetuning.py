@@ -3,6 +3,8 @@
 The original's `main()`s computed the schedule from the number of training
 examples, wrote the features to TFRecords in `output_dir`, and handed an
 `input_fn` to the Estimator. These helpers do the same for a `Trainer`.
+`check_start_checkpoint` (run_pretraining's too) refuses a config that is not
+the checkpoint's before the run writes anything.
 """
 
 import math
@@ -13,6 +15,37 @@ from absl import logging
 from bert_tf import fileio
 from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
+from bert_tf.modeling import checkpoint
+from bert_tf.training import output_dir as output_dir_lib
+
+
+def check_start_checkpoint(bert_config, output_dir, init_checkpoint, head=None,
+                           num_labels=None):
+    """Refuses, before anything is written, a config that is not the start checkpoint's.
+
+    The checkpoint a run starts from is `output_dir`'s latest when it has one
+    (the run resumes and ignores `init_checkpoint`, as the original's
+    Estimator did), else `init_checkpoint`; with neither, the model starts
+    from its initializers and there is nothing to check. Only the
+    checkpoint's index is read (`checkpoint.check_checkpoint_fits`).
+
+    Args:
+      bert_config: `BertConfig` (from --bert_config_file).
+      output_dir, init_checkpoint: the run's flags.
+      head, num_labels: the task model's head (`checkpoint.HEADS`).
+
+    Raises:
+      UserError: one line naming the flag, the checkpoint, the variable and
+        both shapes.
+    """
+    latest = output_dir_lib.latest_checkpoint(output_dir)
+    if latest:
+        checkpoint.check_checkpoint_fits(bert_config, latest, flag="output_dir", head=head,
+                                         num_labels=num_labels)
+    elif init_checkpoint:
+        # Not strict: the original's init_from_checkpoint loads what the two share.
+        checkpoint.check_checkpoint_fits(bert_config, init_checkpoint, flag="init_checkpoint",
+                                         head=head, num_labels=num_labels, strict=False)
 
 
 def train_schedule(num_train_examples, train_batch_size, num_train_epochs, warmup_proportion):

@@ -2,11 +2,13 @@
 
 `run_classifier(...)` is what `tools/run_classifier.py` calls with its flags:
 it checks every input before any TensorFlow op (the casing against the
-checkpoint's name, the config, the vocab, the task's files), makes the
-strategy, then trains, evaluates and predicts a `ClassifierTask` with a
-`Trainer`, writing the original's files in `output_dir`: `train.tf_record`,
-`eval.tf_record`, `predict.tf_record`, `model.ckpt-<step>`,
-`eval_results.txt` and `test_results.tsv`.
+checkpoint's name, the config against the vocab and the checkpoint's
+variables, the task's files), makes the strategy, then trains, evaluates and
+predicts a `ClassifierTask` with a `Trainer`, writing the original's files in
+`output_dir`: `train.tf_record`, `eval.tf_record`, `predict.tf_record`,
+`model.ckpt-<step>`, `eval_results.txt` and `test_results.tsv`. A run that
+fails before training, evaluation or prediction produce anything leaves
+`output_dir` as it found it (`fileio.InputFiles`).
 """
 
 import os
@@ -55,6 +57,12 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
     bert_config.check_max_seq_length(max_seq_length, bert_config_file)
     tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
     processor = classifier_data.get_processor(task_name)
+    label_list = processor.get_labels()
+    is_regression = processor.is_regression
+    num_labels = 1 if is_regression else len(label_list)
+    # The config against the checkpoint (its index alone), before anything is written.
+    finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint,
+                                      head="classifier", num_labels=num_labels)
     # Read every input before any TensorFlow op, so a bad file fails fast.
     tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
     examples = {}
@@ -65,65 +73,66 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
     if do_predict:
         examples["predict"] = processor.get_test_examples(data_dir)
 
-    # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
-    strategy = scale_out.create_strategy()
-    task = ClassifierTask(bert_config, len(processor.get_labels()),
-                          is_regression=processor.is_regression)
-    trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
+    # A failure before training, evaluation or prediction produce anything
+    # removes the records this run wrote (and output_dir, if it made it).
+    with fileio.InputFiles(output_dir) as inputs:
+        # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
+        strategy = scale_out.create_strategy()
+        task = ClassifierTask(bert_config, num_labels, is_regression=is_regression)
+        trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
+        inputs.enabled = trainer.is_chief
 
-    label_list = processor.get_labels()
-    is_regression = processor.is_regression
-    spec = classifier_data.name_to_features(max_seq_length, is_regression)
-    limits = finetuning.record_limits(task, max_seq_length,
-                                      num_labels=None if is_regression else len(label_list))
-    results = {}
+        spec = classifier_data.name_to_features(max_seq_length, is_regression)
+        limits = finetuning.record_limits(task, max_seq_length,
+                                          num_labels=None if is_regression else len(label_list))
+        results = {}
 
-    def write_records(name, split_examples):
-        path = os.path.join(output_dir, name)
-        classifier_data.file_based_convert_examples_to_features(
-            split_examples, label_list, max_seq_length, tokenizer, path,
-            is_regression=is_regression)
-        return path
+        def write_records(name, split_examples):
+            path = inputs.add(os.path.join(output_dir, name))
+            classifier_data.file_based_convert_examples_to_features(
+                split_examples, label_list, max_seq_length, tokenizer, path,
+                is_regression=is_regression)
+            return path
 
-    if "train" in examples:
-        train_examples = examples["train"]
-        num_train_steps, num_warmup_steps = finetuning.train_schedule(
-            len(train_examples), train_batch_size, num_train_epochs, warmup_proportion)
-        train_file = write_records("train.tf_record", train_examples)
-        finetuning.log_run("Running training", num_examples=len(train_examples),
-                           batch_size=train_batch_size, num_steps=num_train_steps)
-        trainer.train(finetuning.train_dataset_fn(train_file, spec, train_batch_size, limits),
-                      train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
-                      init_checkpoint=init_checkpoint,
-                      save_checkpoints_steps=save_checkpoints_steps,
-                      iterations_per_loop=iterations_per_loop,
-                      **scale_out.train_options())
+        if "train" in examples:
+            train_examples = examples["train"]
+            num_train_steps, num_warmup_steps = finetuning.train_schedule(
+                len(train_examples), train_batch_size, num_train_epochs, warmup_proportion)
+            train_file = write_records("train.tf_record", train_examples)
+            finetuning.log_run("Running training", num_examples=len(train_examples),
+                               batch_size=train_batch_size, num_steps=num_train_steps)
+            trainer.train(finetuning.train_dataset_fn(train_file, spec, train_batch_size, limits),
+                          train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
+                          init_checkpoint=init_checkpoint,
+                          save_checkpoints_steps=save_checkpoints_steps,
+                          iterations_per_loop=iterations_per_loop,
+                          **scale_out.train_options())
 
-    def finite_input(name, split_examples, batch_size, title):
-        """Writes `name` and returns a FiniteInput over it, logged as the original logs."""
-        path = write_records(name, split_examples)
-        data = input_pipeline.finite_records_input(path, spec, len(split_examples), batch_size,
-                                                   limits=limits)
-        finetuning.log_run(title, num_examples="%d (%d actual, %d padding)" % (
-            len(split_examples) + data.num_padding_examples, len(split_examples),
-            data.num_padding_examples), batch_size=batch_size)
-        return data
+        def finite_input(name, split_examples, batch_size, title):
+            """Writes `name` and returns a FiniteInput over it, logged as the original logs."""
+            path = write_records(name, split_examples)
+            data = input_pipeline.finite_records_input(path, spec, len(split_examples), batch_size,
+                                                       limits=limits)
+            finetuning.log_run(title, num_examples="%d (%d actual, %d padding)" % (
+                len(split_examples) + data.num_padding_examples, len(split_examples),
+                data.num_padding_examples), batch_size=batch_size)
+            return data
 
-    if "eval" in examples:
-        data = finite_input("eval.tf_record", examples["eval"], eval_batch_size,
-                            "Running evaluation")
-        eval_results = trainer.evaluate(data, eval_batch_size, init_checkpoint=init_checkpoint)
-        if trainer.is_chief:
-            write_eval_results(eval_results, os.path.join(output_dir, "eval_results.txt"))
-        results["eval"] = eval_results
+        if "eval" in examples:
+            data = finite_input("eval.tf_record", examples["eval"], eval_batch_size,
+                                "Running evaluation")
+            eval_results = trainer.evaluate(data, eval_batch_size, init_checkpoint=init_checkpoint)
+            if trainer.is_chief:
+                write_eval_results(eval_results, os.path.join(output_dir, "eval_results.txt"))
+            results["eval"] = eval_results
 
-    if "predict" in examples:
-        data = finite_input("predict.tf_record", examples["predict"], predict_batch_size,
-                            "Running prediction")
-        predictions = trainer.predict(data, init_checkpoint=init_checkpoint)
-        if trainer.is_chief:
-            path = os.path.join(output_dir, "test_results.tsv")
-            count = finetuning.write_test_results(path, predictions, is_regression)
-            logging.info("Wrote %d predictions to %s", count, path)
-        results["predict"] = predictions
-    return results
+        if "predict" in examples:
+            data = finite_input("predict.tf_record", examples["predict"], predict_batch_size,
+                                "Running prediction")
+            predictions = trainer.predict(data, init_checkpoint=init_checkpoint)
+            if trainer.is_chief:
+                path = os.path.join(output_dir, "test_results.tsv")
+                count = finetuning.write_test_results(path, predictions, is_regression)
+                logging.info("Wrote %d predictions to %s", count, path)
+            results["predict"] = predictions
+        return results

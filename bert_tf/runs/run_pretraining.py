@@ -1,11 +1,13 @@
 """Masked-LM / next-sentence pre-training, as the original `run_pretraining.py` ran it.
 
 `run_pretraining(...)` is what `tools/run_pretraining.py` calls with its flags:
-it checks the inputs (the records against the config, before any step), makes
-the strategy, and trains and/or evaluates a `PretrainingTask` with a `Trainer`,
-writing `output_dir/model.ckpt-<step>` (Google's format) and, with `do_eval`,
+it checks the inputs (the config against the checkpoint's variables, the
+records against the config, before any step), makes the strategy, and trains
+and/or evaluates a `PretrainingTask` with a `Trainer`, writing
+`output_dir/model.ckpt-<step>` (Google's format) and, with `do_eval`,
 `output_dir/eval_results.txt`. Run again, it resumes from the latest
-checkpoint in `output_dir`.
+checkpoint in `output_dir`. A run that fails before it trains or evaluates
+removes `output_dir` if it made it.
 """
 
 import os
@@ -17,6 +19,7 @@ from bert_tf import fileio
 from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
+from bert_tf.runs import finetuning
 from bert_tf.runs.cli import split_comma_list
 from bert_tf.tasks.pretraining import PretrainingTask
 from bert_tf.training.output_dir import write_eval_results
@@ -55,6 +58,9 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
     strategy = scale_out.create_strategy()
 
     bert_config = BertConfig.from_json_file(bert_config_file)
+    # The config against the checkpoint (its index alone), before anything is written.
+    finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint,
+                                      head="pretraining")
     input_files = input_pipeline.expand_files(split_comma_list(input_file))
     logging.info("*** Input Files ***")
     for name in input_files:
@@ -62,30 +68,34 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
     # The first records of each file now; every record as the pipeline reads it.
     input_pipeline.check_pretraining_records(input_files, bert_config, max_seq_length,
                                              max_predictions_per_seq)
-    tf.io.gfile.makedirs(output_dir)
+    # A failure before training or evaluation produce anything removes
+    # output_dir if this run made it.
+    with fileio.InputFiles(output_dir) as created:
+        tf.io.gfile.makedirs(output_dir)
 
-    task = PretrainingTask(bert_config, max_seq_length, max_predictions_per_seq)
-    trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
+        task = PretrainingTask(bert_config, max_seq_length, max_predictions_per_seq)
+        trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
+        created.enabled = trainer.is_chief
 
-    def dataset_fn(batch_size, is_training):
-        def fn(input_context):
-            return input_pipeline.create_pretraining_dataset(
-                input_files, max_seq_length, max_predictions_per_seq,
-                input_context.get_per_replica_batch_size(batch_size), is_training,
-                input_context=input_context, check_files=False, config=bert_config)
-        return fn
+        def dataset_fn(batch_size, is_training):
+            def fn(input_context):
+                return input_pipeline.create_pretraining_dataset(
+                    input_files, max_seq_length, max_predictions_per_seq,
+                    input_context.get_per_replica_batch_size(batch_size), is_training,
+                    input_context=input_context, check_files=False, config=bert_config)
+            return fn
 
-    results = {}
-    if do_train:
-        results["history"] = trainer.train(
-            dataset_fn(train_batch_size, True), train_batch_size, num_train_steps,
-            learning_rate, num_warmup_steps, init_checkpoint=init_checkpoint,
-            save_checkpoints_steps=save_checkpoints_steps,
-            iterations_per_loop=iterations_per_loop, **scale_out.train_options())
+        results = {}
+        if do_train:
+            results["history"] = trainer.train(
+                dataset_fn(train_batch_size, True), train_batch_size, num_train_steps,
+                learning_rate, num_warmup_steps, init_checkpoint=init_checkpoint,
+                save_checkpoints_steps=save_checkpoints_steps,
+                iterations_per_loop=iterations_per_loop, **scale_out.train_options())
 
-    if do_eval:
-        results["eval"] = trainer.evaluate(dataset_fn(eval_batch_size, False), eval_batch_size,
-                                           max_eval_steps, init_checkpoint=init_checkpoint)
-        if trainer.is_chief:
-            write_eval_results(results["eval"], os.path.join(output_dir, "eval_results.txt"))
-    return results
+        if do_eval:
+            results["eval"] = trainer.evaluate(dataset_fn(eval_batch_size, False), eval_batch_size,
+                                               max_eval_steps, init_checkpoint=init_checkpoint)
+            if trainer.is_chief:
+                write_eval_results(results["eval"], os.path.join(output_dir, "eval_results.txt"))
+        return results

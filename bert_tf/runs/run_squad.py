@@ -2,12 +2,14 @@
 
 `run_squad(...)` is what `tools/run_squad.py` calls with its flags: it checks
 the flags as the original's `validate_flags_or_throw` did (in its order, as
-one-line errors), the vocab and the SQuAD files before any TensorFlow op,
-makes the strategy, then trains and predicts a `SquadTask` with a `Trainer`,
-writing the original's files in `output_dir`: `train.tf_record`,
-`eval.tf_record`, `model.ckpt-<step>`, `predictions.json`,
-`nbest_predictions.json` (and `null_odds.json` for SQuAD 2.0). New: when the
-predict file has answers, the predictions are scored with the official EM/F1.
+one-line errors), the vocab, the config against the checkpoint's variables
+and the SQuAD files before any TensorFlow op, makes the strategy, then trains
+and predicts a `SquadTask` with a `Trainer`, writing the original's files in
+`output_dir`: `train.tf_record`, `eval.tf_record`, `model.ckpt-<step>`,
+`predictions.json`, `nbest_predictions.json` (and `null_odds.json` for SQuAD
+2.0). New: when the predict file has answers, the predictions are scored with
+the official EM/F1. A run that fails before training or prediction produce
+anything leaves `output_dir` as it found it (`fileio.InputFiles`).
 """
 
 import os
@@ -80,6 +82,8 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
                             predict_batch_size)
     fileio.check_writable(output_dir, "output_dir")
     tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
+    # The config against the checkpoint (its index alone), before anything is written.
+    finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint, head="squad")
     tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
     # Read the inputs before any TensorFlow op, so a bad file fails fast.
     train_examples = predict_examples = None
@@ -90,72 +94,76 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
         predict_examples = squad_data.read_squad_examples(
             predict_file, is_training=False, version_2_with_negative=version_2_with_negative)
 
-    # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
-    strategy = scale_out.create_strategy()
-    task = SquadTask(bert_config)
-    trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
+    # A failure before training or prediction produce anything removes the
+    # records this run wrote (and output_dir, if it made it).
+    with fileio.InputFiles(output_dir) as inputs:
+        # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
+        strategy = scale_out.create_strategy()
+        task = SquadTask(bert_config)
+        trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
+        inputs.enabled = trainer.is_chief
 
-    results = {}
-    limits = finetuning.record_limits(task, max_seq_length)
-    if train_examples is not None:
-        num_train_steps, num_warmup_steps = finetuning.train_schedule(
-            len(train_examples), train_batch_size, num_train_epochs, warmup_proportion)
-        # Pre-shuffle the input to avoid having to make a very large shuffle
-        # buffer in the `input_fn`.
-        train_examples = list(train_examples)
-        random.Random(12345).shuffle(train_examples)
-        train_file = os.path.join(output_dir, "train.tf_record")
-        with squad_data.FeatureWriter(train_file, is_training=True) as writer:
-            squad_data.convert_examples_to_features(
-                train_examples, tokenizer, max_seq_length, doc_stride, max_query_length,
-                is_training=True, output_fn=writer.process_feature)
-        finetuning.log_run("Running training", num_orig_examples=len(train_examples),
-                           num_split_examples=writer.num_features, batch_size=train_batch_size,
-                           num_steps=num_train_steps)
-        spec = squad_data.name_to_features(max_seq_length, is_training=True)
-        trainer.train(finetuning.train_dataset_fn(train_file, spec, train_batch_size, limits),
-                      train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
-                      init_checkpoint=init_checkpoint,
-                      save_checkpoints_steps=save_checkpoints_steps,
-                      iterations_per_loop=iterations_per_loop,
-                      **scale_out.train_options())
+        results = {}
+        limits = finetuning.record_limits(task, max_seq_length)
+        if train_examples is not None:
+            num_train_steps, num_warmup_steps = finetuning.train_schedule(
+                len(train_examples), train_batch_size, num_train_epochs, warmup_proportion)
+            # Pre-shuffle the input to avoid having to make a very large shuffle
+            # buffer in the `input_fn`.
+            train_examples = list(train_examples)
+            random.Random(12345).shuffle(train_examples)
+            train_file = inputs.add(os.path.join(output_dir, "train.tf_record"))
+            with squad_data.FeatureWriter(train_file, is_training=True) as writer:
+                squad_data.convert_examples_to_features(
+                    train_examples, tokenizer, max_seq_length, doc_stride, max_query_length,
+                    is_training=True, output_fn=writer.process_feature)
+            finetuning.log_run("Running training", num_orig_examples=len(train_examples),
+                               num_split_examples=writer.num_features, batch_size=train_batch_size,
+                               num_steps=num_train_steps)
+            spec = squad_data.name_to_features(max_seq_length, is_training=True)
+            trainer.train(finetuning.train_dataset_fn(train_file, spec, train_batch_size, limits),
+                          train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
+                          init_checkpoint=init_checkpoint,
+                          save_checkpoints_steps=save_checkpoints_steps,
+                          iterations_per_loop=iterations_per_loop,
+                          **scale_out.train_options())
 
-    if predict_examples is not None:
-        eval_file = os.path.join(output_dir, "eval.tf_record")
-        eval_features = []
-        with squad_data.FeatureWriter(eval_file, is_training=False) as writer:
-            def append_feature(feature):
-                eval_features.append(feature)
-                writer.process_feature(feature)
-            squad_data.convert_examples_to_features(
-                predict_examples, tokenizer, max_seq_length, doc_stride, max_query_length,
-                is_training=False, output_fn=append_feature)
-        finetuning.log_run("Running predictions", num_orig_examples=len(predict_examples),
-                           num_split_examples=len(eval_features), batch_size=predict_batch_size)
-        spec = squad_data.name_to_features(max_seq_length, is_training=False)
-        data = input_pipeline.finite_records_input(eval_file, spec, len(eval_features),
-                                                   predict_batch_size, limits=limits)
-        outputs = trainer.predict(data, init_checkpoint=init_checkpoint)
-        all_results = [
-            squad_data.RawResult(unique_id=int(unique_id), start_logits=start, end_logits=end)
-            for unique_id, start, end in zip(outputs["unique_ids"], outputs["start_logits"],
-                                             outputs["end_logits"])]
-        if trainer.is_chief:
-            predictions = squad_data.write_predictions(
-                predict_examples, eval_features, all_results, n_best_size, max_answer_length,
-                do_lower_case, os.path.join(output_dir, "predictions.json"),
-                os.path.join(output_dir, "nbest_predictions.json"),
-                os.path.join(output_dir, "null_odds.json"),
-                version_2_with_negative=version_2_with_negative,
-                null_score_diff_threshold=null_score_diff_threshold,
-                verbose_logging=verbose_logging)
-            results["predictions"] = predictions
-            if predict_file and squad_evaluate.has_answers(predict_file):
-                # New: the official EM/F1 when the predict file has answers.
-                scores = squad_evaluate.evaluate_file(
-                    predict_file, os.path.join(output_dir, "predictions.json"),
-                    na_prob_file=(os.path.join(output_dir, "null_odds.json")
-                                  if version_2_with_negative else None),
-                    version_2_with_negative=version_2_with_negative)
-                results["scores"] = scores
-    return results
+        if predict_examples is not None:
+            eval_file = inputs.add(os.path.join(output_dir, "eval.tf_record"))
+            eval_features = []
+            with squad_data.FeatureWriter(eval_file, is_training=False) as writer:
+                def append_feature(feature):
+                    eval_features.append(feature)
+                    writer.process_feature(feature)
+                squad_data.convert_examples_to_features(
+                    predict_examples, tokenizer, max_seq_length, doc_stride, max_query_length,
+                    is_training=False, output_fn=append_feature)
+            finetuning.log_run("Running predictions", num_orig_examples=len(predict_examples),
+                               num_split_examples=len(eval_features), batch_size=predict_batch_size)
+            spec = squad_data.name_to_features(max_seq_length, is_training=False)
+            data = input_pipeline.finite_records_input(eval_file, spec, len(eval_features),
+                                                       predict_batch_size, limits=limits)
+            outputs = trainer.predict(data, init_checkpoint=init_checkpoint)
+            all_results = [
+                squad_data.RawResult(unique_id=int(unique_id), start_logits=start, end_logits=end)
+                for unique_id, start, end in zip(outputs["unique_ids"], outputs["start_logits"],
+                                                 outputs["end_logits"])]
+            if trainer.is_chief:
+                predictions = squad_data.write_predictions(
+                    predict_examples, eval_features, all_results, n_best_size, max_answer_length,
+                    do_lower_case, os.path.join(output_dir, "predictions.json"),
+                    os.path.join(output_dir, "nbest_predictions.json"),
+                    os.path.join(output_dir, "null_odds.json"),
+                    version_2_with_negative=version_2_with_negative,
+                    null_score_diff_threshold=null_score_diff_threshold,
+                    verbose_logging=verbose_logging)
+                results["predictions"] = predictions
+                if predict_file and squad_evaluate.has_answers(predict_file):
+                    # New: the official EM/F1 when the predict file has answers.
+                    scores = squad_evaluate.evaluate_file(
+                        predict_file, os.path.join(output_dir, "predictions.json"),
+                        na_prob_file=(os.path.join(output_dir, "null_odds.json")
+                                      if version_2_with_negative else None),
+                        version_2_with_negative=version_2_with_negative)
+                    results["scores"] = scores
+        return results

@@ -4,6 +4,8 @@
                models' Keras methods read from a task).
   task_model   `TaskModel`: Keras `compile` / `fit` / `evaluate` / `predict`
                on that contract, mixed into each task's model class.
+  keras_data   `UserData`: the `x`, `y` and `validation_data` forms Keras
+               users write, as `TaskModel` hands them to Keras.
   pretraining  `BertPretrainer`, the masked-LM and next-sentence losses,
                `PretrainingTask` (run_pretraining).
   classifier   `BertClassifier`, the classification / regression losses,

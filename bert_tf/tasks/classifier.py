@@ -243,6 +243,9 @@ class ClassifierTask(Task):
         """(per_example_loss, predictions): class ids, or scores for regression."""
         if self.is_regression:
             return regression_example_loss(logits, label_ids)
+        # Class ids as int32 whatever a user's dataset holds (float labels of a
+        # tf.data pipeline; in-memory labels are checked before Keras gets them).
+        label_ids = tf.cast(label_ids, tf.int32)
         per_example_loss, _, log_probs = classification_example_loss(logits, label_ids)
         return per_example_loss, tf.argmax(log_probs, axis=-1, output_type=tf.int32)
 

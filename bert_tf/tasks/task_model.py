@@ -9,11 +9,13 @@ task's `predict_step`, as `Trainer.predict` does.
 """
 
 from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
+import inspect
+
 import keras
-import numpy as np
 import tensorflow as tf
 
 from bert_tf.errors import UserError
+from bert_tf.tasks import keras_data
 from bert_tf.tasks.base import safe_div
 from bert_tf.training import steps
 
@@ -97,12 +99,21 @@ class TaskModel(object):
 
     Data: a dataset (or arrays) of feature dicts as the project's pipelines
     make them (labels included), or Keras's `(x, y)` with `x` the features
-    and `y` the labels (a dict of `task.label_keys`, or the one label Tensor
-    of a task with one label key: the classifier's `label_ids`). With a
-    `preprocessor`, `x` may be raw text (see
-    `bert_tf.tokenization.preprocessor.BertPreprocessor`). Sample weights are
-    refused: the original's training loss has none, and evaluation weighs
-    examples by the `is_real_example` feature.
+    and `y` the labels (a dict of `task.label_keys`, or the labels of a task
+    with one label key: the classifier's `label_ids`). With a `preprocessor`
+    (see `bert_tf.tokenization.preprocessor.BertPreprocessor`), `x` may be
+    raw text: a list, tuple, NumPy array (str, bytes or object), pandas
+    Series or string Tensor of texts; a pair as a tuple `(texts_a, texts_b)`,
+    a list of `(text_a, text_b)` rows or an [n, 2] array; a dict with
+    `text_a` (and `text_b`); a DataFrame (its `text_a` / `text_b` columns,
+    or its one or two columns); or a batched `tf.data.Dataset` of any of
+    these (with labels: of `(x, y)`). Labels are numbers: a list, tuple,
+    NumPy array, pandas Series or Tensor (for several label keys, a dict of
+    them). `fit`'s `validation_data` takes `(x, y)` of the same forms, or a
+    dataset. Anything else, and an `x` and `y` of different lengths, is a
+    one-line `UserError` naming the argument. Sample weights are refused:
+    the original's training loss has none, and evaluation weighs examples by
+    the `is_real_example` feature.
     """
 
     def make_task(self):
@@ -148,7 +159,7 @@ class TaskModel(object):
         if preprocessor is None:
             raise UserError(
                 "%s takes a dict of features (input_ids, input_mask, segment_ids, ...), got %s%s"
-                % (type(self).__name__, _describe(x),
+                % (type(self).__name__, keras_data.describe(x),
                    "; for raw text, build it with preprocessor=bert_tf.tokenization.preprocessor."
                    "BertPreprocessor(...)" if hasattr(self, "preprocessor") else ""))
         if isinstance(x, dict):
@@ -163,9 +174,11 @@ class TaskModel(object):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         name = type(self).__name__
         if sample_weight is not None:
+            raise keras_data.no_weights_error(name, "sample_weight")
+        if keras_data.is_text_pair(x, y):
             raise UserError(
-                "%s takes no sample_weight: the original's training loss weighs every example "
-                "alike; for evaluation, put is_real_example (1 real, 0 padding) in the features"
+                "%s: the data's elements are (text_a, text_b) without labels; make them "
+                "((text_a, text_b), labels), or {\"text_a\": ..., \"text_b\": ...} with labels"
                 % name)
         features = self.model_inputs(x)
         if y is None:
@@ -177,7 +190,7 @@ class TaskModel(object):
             features[label_keys[0]] = y
         else:
             raise UserError("%s takes its labels as a dict y={%s: ...}, got %s"
-                            % (name, ", ".join(label_keys), _describe(y)))
+                            % (name, ", ".join(label_keys), keras_data.describe(y)))
         return features
 
     # --------------------------------------------------------------- compile
@@ -203,9 +216,9 @@ class TaskModel(object):
         name = type(self).__name__
         if optimizer is None:
             raise UserError(
-                "%s.compile() needs optimizer=: e.g. bert_tf.training.optimization.create_optimizer("
-                "init_lr, num_train_steps, num_warmup_steps), the original's AdamWeightDecay "
-                "with warmup and linear decay" % name)
+                "%s.compile() needs optimizer=: e.g. bert_tf.training.optimization."
+                "create_optimizer(init_lr, num_train_steps, num_warmup_steps), the original's "
+                "AdamWeightDecay with warmup and linear decay" % name)
         given = [k for k, v in (("loss", loss), ("metrics", metrics),
                                 ("loss_weights", loss_weights),
                                 ("weighted_metrics", weighted_metrics)) if v is not None]
@@ -268,47 +281,55 @@ class TaskModel(object):
         return state.eval_sums.result()
 
     def predict_step(self, data):
-        x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        x, y, _ = keras.utils.unpack_x_y_sample_weight(data)
+        if keras_data.is_text_pair(x, y):  # a dataset of (text_a, text_b): both are x
+            x = (x, y)
         return self.task.predict_step(self, self.model_inputs(x))
 
-    def fit(self, x=None, *args, **kwargs):
-        """Keras's `fit` (raw text as numpy arrays or lists of str is taken too)."""
-        return super().fit(_text_as_tensors(x), *args, **kwargs)
+    def fit(self, x=None, y=None, *args, **kwargs):
+        """Keras's `fit`, on every form of data a Keras user writes (see `keras_data.UserData`)."""
+        call = _bind(super().fit, x, y, *args, **kwargs)
+        data = keras_data.UserData(self, "fit")
+        arguments = call.arguments
+        for weights in ("sample_weight", "class_weight"):
+            if arguments.get(weights) is not None:
+                raise keras_data.no_weights_error(type(self).__name__, weights)
+        arguments["x"], arguments["y"] = data.x_and_y(x, y, "x", "y")
+        if arguments.get("validation_data") is not None:
+            arguments["validation_data"] = data.validation_data(arguments["validation_data"])
+        if isinstance(arguments["x"], tf.data.Dataset) and "shuffle" not in arguments:
+            # Keras ignores `shuffle` for a dataset (it is shuffled, or not, by
+            # its maker) but warns on every fit about its own default, True.
+            arguments["shuffle"] = False
+        return super().fit(*call.args, **call.kwargs)
 
-    def evaluate(self, x=None, *args, **kwargs):
+    def evaluate(self, x=None, y=None, *args, **kwargs):
         """Keras's `evaluate`: the task's eval metrics (`return_dict=True` names them)."""
         if not self.task.eval_sum_keys:
             raise UserError("%s has no evaluate(): the original's task has no eval mode (use "
                             "predict())" % type(self).__name__)
+        call = _bind(super().evaluate, x, y, *args, **kwargs)
+        if call.arguments.get("sample_weight") is not None:
+            raise keras_data.no_weights_error(type(self).__name__, "sample_weight")
+        call.arguments["x"], call.arguments["y"] = keras_data.UserData(self, "evaluate").x_and_y(
+            x, y, "x", "y")
         state = self._task_model_state()
         state.evaluating += 1
         try:
-            return super().evaluate(_text_as_tensors(x), *args, **kwargs)
+            return super().evaluate(*call.args, **call.kwargs)
         finally:
             state.evaluating -= 1
 
     def predict(self, x, *args, **kwargs):
         """Keras's `predict`: a dict of numpy arrays, the task's `predict_step` outputs."""
-        return super().predict(_text_as_tensors(x), *args, **kwargs)
+        call = _bind(super().predict, x, *args, **kwargs)
+        call.arguments["x"], _ = keras_data.UserData(self, "predict").x_and_y(x, None, "x", "y")
+        return super().predict(*call.args, **call.kwargs)
 
 
-def _text_as_tensors(x):
-    """Numpy arrays and lists of str in `x` (or its dict) as string Tensors.
-
-    Keras's array input refuses numpy's str dtypes; a string Tensor slices
-    into batches like any array.
-    """
-    def convert(value):
-        if isinstance(value, np.ndarray) and value.dtype.kind in "USO":
-            return tf.constant(value)
-        if (isinstance(value, list) and value
-                and all(isinstance(v, (str, bytes)) for v in value)):
-            return tf.constant(value)
-        return value
-
-    if isinstance(x, dict):
-        return {k: convert(v) for k, v in x.items()}
-    return convert(x)
+def _bind(method, *args, **kwargs):
+    """Keras's arguments by name (`validation_data` may come positionally too)."""
+    return inspect.signature(method).bind(*args, **kwargs)
 
 
 def _train_results(task):
@@ -317,10 +338,3 @@ def _train_results(task):
         values.update(task.train_metrics(sums))
         return values
     return results
-
-
-def _describe(value):
-    if isinstance(value, dict):
-        return "a dict with keys %s" % sorted(value)
-    dtype = getattr(value, "dtype", None)
-    return "%s%s" % (type(value).__name__, "" if dtype is None else " of dtype %s" % dtype)

@@ -678,9 +678,14 @@ class GraphTokenizer(tf.Module):
                             % (max_seq_length, "" if ids_b is None else " b [SEP]"))
         ids_a = tf.cast(ids_a, tf.int32).with_row_splits_dtype(tf.int64)
         len_a = tf.cast(ids_a.row_lengths(), tf.int32)  # [B]
+        # The ragged tensors built here are valid by construction (lengths >= 0 that sum to
+        # the number of values, B rows each), so neither they nor their concatenation
+        # (`_concat_rows`) carry validation asserts: in a model's graph, next to the
+        # tokenizer's loops, those cost every Keras fit / predict a Grappler warning
+        # ("Skipping loop optimization for Merge node with control input: ...AssertGuard").
         if ids_b is None:
             ids_b = tf.RaggedTensor.from_row_lengths(
-                tf.zeros([0], tf.int32), tf.zeros_like(ids_a.row_lengths()))
+                tf.zeros([0], tf.int32), tf.zeros_like(ids_a.row_lengths()), validate=False)
         ids_b = tf.cast(ids_b, tf.int32).with_row_splits_dtype(tf.int64)
         len_b = tf.cast(ids_b.row_lengths(), tf.int32)
         # truncate_seq_pair in closed form: the longer side shrinks first
@@ -704,19 +709,40 @@ class GraphTokenizer(tf.Module):
 
         def const(value, counts):
             return tf.RaggedTensor.from_row_lengths(
-                tf.fill([tf.reduce_sum(counts)], value), tf.cast(counts, tf.int64))
+                tf.fill([tf.reduce_sum(counts)], value), tf.cast(counts, tf.int64),
+                validate=False)
 
         ones = tf.ones([batch], tf.int32)
-        tokens = tf.concat([const(self._cls_id, ones), head(ids_a, keep_a),
-                            const(self._sep_id, ones), head(ids_b, keep_b),
-                            const(self._sep_id, has_b)], axis=1)
-        segments = tf.concat([const(0, keep_a + 2), const(1, keep_b + has_b)], axis=1)
+        tokens = _concat_rows([const(self._cls_id, ones), head(ids_a, keep_a),
+                               const(self._sep_id, ones), head(ids_b, keep_b),
+                               const(self._sep_id, has_b)])
+        segments = _concat_rows([const(0, keep_a + 2), const(1, keep_b + has_b)])
         shape = [None, max_seq_length]
         return {
             "input_ids": tokens.to_tensor(0, shape=shape),
             "input_mask": tf.ones_like(tokens).to_tensor(0, shape=shape),
             "segment_ids": segments.to_tensor(0, shape=shape),
         }
+
+
+def _concat_rows(pieces):
+    """`tf.concat(pieces, axis=1)` of ragged [B, (n)] Tensors with the same B, unvalidated.
+
+    The same values in the same places, without the asserts of tf.concat's
+    ragged kernel (all pieces have B rows by construction).
+    """
+    lengths = [piece.row_lengths() for piece in pieces]
+    total = tf.add_n(lengths)
+    offset = tf.cumsum(total, exclusive=True)  # where each output row starts
+    indices = []
+    for piece, length in zip(pieces, lengths):
+        rows = piece.value_rowids()
+        within = tf.range(tf.size(piece.values, out_type=tf.int64)) - tf.gather(
+            piece.row_starts(), rows)
+        indices.append(tf.cast(tf.gather(offset, rows) + within, tf.int32))
+        offset += length
+    values = tf.dynamic_stitch(indices, [piece.values for piece in pieces])
+    return tf.RaggedTensor.from_row_lengths(values, total, validate=False)
 
 
 def _concat_array(ta):

@@ -13,6 +13,11 @@ on where it stopped). The original code restores these checkpoints, and
   model.fit(dataset, epochs=1, steps_per_epoch=num_train_steps,
             callbacks=[CheckpointCallback("output_dir", save_checkpoints_steps=1000)])
 
+A resume is logged as a warning (the checkpoint's weights replace the
+model's), and a `fit` that would start at or past the schedule's end
+(`num_train_steps`, where the learning rate is 0) stops with an error instead
+of training nothing.
+
 Resuming restores the step, not the position in the data: a resumed `fit`
 runs the steps it is asked for from the step it finds. To end where an
 interrupted run would have, ask for the steps left
@@ -27,6 +32,7 @@ from absl import logging  # noqa: E402
 
 from bert_tf.errors import UserError  # noqa: E402
 from bert_tf.training import distribute  # noqa: E402
+from bert_tf.training import optimization  # noqa: E402
 from bert_tf.training.output_dir import KEEP_CHECKPOINT_MAX  # noqa: E402
 from bert_tf.training.output_dir import Checkpoints  # noqa: E402
 
@@ -51,8 +57,10 @@ class CheckpointCallback(keras.callbacks.Callback):
 
     Raises (at the start of `fit`):
       UserError: the optimizer is not one of `bert_tf.training.optimization`'s (the
-        checkpoint holds the original's `adam_m` / `adam_v` slots), or the
-        latest checkpoint in `output_dir` does not fit the model.
+        checkpoint holds the original's `adam_m` / `adam_v` slots), the
+        latest checkpoint in `output_dir` does not fit the model, or it is at
+        (or past) the end of the learning-rate schedule, where nothing is left
+        to train.
     """
 
     def __init__(self, output_dir, save_checkpoints_steps=1000,
@@ -71,6 +79,7 @@ class CheckpointCallback(keras.callbacks.Callback):
         self.restored_step = 0
         self.last_saved = None
         self._checkpoints = None
+        self._schedule_end = None  # checked once, at the first epoch of a fit
 
     def _optimizer(self):
         """The optimizer with the slots (inside any loss-scale wrapper)."""
@@ -98,11 +107,43 @@ class CheckpointCallback(keras.callbacks.Callback):
         self._checkpoints.prepare()
         latest, step = self._checkpoints.restore(self.model, optimizer)
         if latest:
-            logging.info("Resuming from %s (global_step %d)", latest, step)
+            # Visible in a plain script (absl shows warnings by default): the
+            # model's weights (a backbone loaded just before, say) were replaced.
+            logging.warning(
+                "CheckpointCallback: resumed from %s at global step %d: the model's weights, "
+                "the optimizer's slots and the learning-rate schedule go on from there (use a "
+                "new output_dir to start over)", latest, step)
         else:
             step = self._step()
             self._checkpoints.count_from(step)
         self.restored_step = step
+        self._check_steps_left(latest, step)
+
+    def _check_steps_left(self, latest, step):
+        """Refuses a fit with no step left in the schedule (steps past it: a warning, below)."""
+        end = optimization.schedule_end(self.model.optimizer)
+        if end is None:
+            return
+        if step >= end:
+            raise UserError(
+                "CheckpointCallback: nothing left to train: %s is at global step %d, the end of "
+                "the learning-rate schedule (num_train_steps=%d), where the learning rate is 0; "
+                "use a new output_dir to train again, or a larger num_train_steps in "
+                "create_optimizer to train on" % (latest or "the optimizer", step, end))
+        self._schedule_end = end
+
+    def on_epoch_begin(self, epoch, logs=None):
+        end, self._schedule_end = self._schedule_end, None
+        params = self.params or {}
+        epochs, steps = params.get("epochs"), params.get("steps")
+        if end is None or not epochs or not steps:
+            return
+        step, asked = self._step(), (epochs - epoch) * steps
+        if step + asked > end:
+            logging.warning(
+                "CheckpointCallback: fit asks for %d steps from global step %d, but the "
+                "learning-rate schedule ends at step %d (num_train_steps): the last %d train "
+                "at learning rate 0", asked, step, end, step + asked - end)
 
     def on_train_batch_end(self, batch, logs=None):
         step = self._step()

@@ -169,6 +169,19 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+def schedule_end(optimizer):
+    """The step at which `optimizer`'s learning rate reaches 0, or None for another schedule.
+
+    The `WarmupLinearDecay` of `create_optimizer` ends at `num_train_steps`:
+    an update at or past it moves nothing (lr 0).
+    """
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # inside a loss-scale wrapper
+    schedule = getattr(optimizer, "_learning_rate", None)
+    if isinstance(schedule, WarmupLinearDecay):
+        return schedule.num_train_steps
+    return None
+
+
 class _BertOptimizer(keras.optimizers.Optimizer):
     """Shared parts of `AdamWeightDecay` and `LAMB`.
 

@@ -1,11 +1,13 @@
 """Progress logs (steps/s, examples/s, ETA) and TensorBoard scalars for long runs."""
 
-import math
 import time
 
 import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
+
+# Re-exported: `format_duration` lives at the ground floor, where the data modules use it too.
+from bert_tf.item_progress import format_duration  # noqa: F401
 
 # The Estimator logged the loss every 100 steps on CPU/GPU.
 LOG_STEPS = 100
@@ -21,20 +23,6 @@ def scalar_summary(name, value, step=None):
     """`tf.summary.scalar` without the `tensorboard` package: a float32 scalar event."""
     return tf.summary.write(name, tf.constant(float(value), tf.float32), step=step,
                             metadata=_SCALAR_METADATA)
-
-
-def format_duration(seconds):
-    """`3725` -> `"1h02m05s"`; None or inf -> `"?"`."""
-    if seconds is None or not math.isfinite(seconds):
-        return "?"
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, seconds = divmod(rest, 60)
-    if hours:
-        return "%dh%02dm%02ds" % (hours, minutes, seconds)
-    if minutes:
-        return "%dm%02ds" % (minutes, seconds)
-    return "%ds" % seconds
 
 
 class TrainProgress(object):

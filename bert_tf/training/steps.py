@@ -173,12 +173,25 @@ def build_train_loop(strategy, task, replica_step):
     return train_loop
 
 
+def eval_sum_keys(task):
+    """The keys of the eval loop's sums: the task's, then `batch_loss_sum`."""
+    return tuple(task.eval_sum_keys) + ("batch_loss_sum",)
+
+
+def initial_eval_sums(task):
+    """The eval loop's sums before the first batch: float32 zeros."""
+    return {k: tf.constant(0.0) for k in eval_sum_keys(task)}
+
+
 def build_eval_loop(strategy, task, model):
-    """`loop(iterator, num_steps) -> sums`: the task's eval sums over `num_steps` batches.
+    """`loop(iterator, num_steps, sums) -> sums`: adds `num_steps` batches' eval sums to `sums`.
 
     `sums["batch_loss_sum"]` adds up each global batch's loss
     (`task.eval_batch_loss`), the Estimator's `loss` metric times the number
-    of batches.
+    of batches. Start from `initial_eval_sums(task)`; an evaluation may run in
+    chunks (one host call each, so progress shows between them): passing each
+    chunk's float32 sums to the next adds every batch in the same order as
+    one call over all the batches, so the sums are the same to the bit.
     """
     keys = tuple(task.eval_sum_keys)
 
@@ -187,8 +200,7 @@ def build_eval_loop(strategy, task, model):
         return tf.stack([sums[k] for k in keys])  # one collective per batch
 
     @tf.function
-    def eval_loop(iterator, num_steps):
-        sums = {k: tf.constant(0.0) for k in keys + ("batch_loss_sum",)}
+    def eval_loop(iterator, num_steps, sums):
         for _ in tf.range(num_steps):
             per_replica = strategy.run(replica_eval_step, args=(next(iterator),))
             values = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)

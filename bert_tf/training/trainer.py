@@ -41,6 +41,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf import item_progress
 from bert_tf.data import input_pipeline
 from bert_tf.data.finite_input import FiniteInput
 from bert_tf.data.finite_input import in_input_order
@@ -267,8 +268,10 @@ class Trainer(object):
         self.checkpoints.prepare()
         step = self.restore(init_checkpoint, with_optimizer=True)
         if step >= num_train_steps:
-            logging.info("Skipping training since max_steps has already saved (global_step "
-                         "%d >= num_train_steps %d)", step, num_train_steps)
+            # A warning, not the Estimator's INFO: the run trains nothing.
+            logging.warning("Skipping training since max_steps has already saved (global_step "
+                            "%d >= num_train_steps %d in %s; a new --output_dir trains anew)",
+                            step, num_train_steps, self.output_dir)
             return []
 
         logging.info("***** Running training *****")
@@ -333,6 +336,9 @@ class Trainer(object):
           dict: the task's metrics, `loss` (the mean over batches of each
           batch's loss) and `global_step`. Also written as TensorBoard
           summaries to `output_dir/eval` (chief only).
+
+        Progress (`evaluation: <done>/<total> batches, ...`) is logged every
+        `log_steps` batches and at least every 10 s.
         """
         dataset_fn, num_steps = self._eval_input(data, eval_batch_size, max_eval_steps)
         self._restore_for_inference(init_checkpoint)
@@ -344,8 +350,21 @@ class Trainer(object):
             self._eval_loop = steps_lib.build_eval_loop(self.strategy, self.task, self.model)
         start = time.time()
         iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
+        progress = item_progress.ItemProgress("evaluation", num_steps, "batches",
+                                              every=self.log_steps)
+        sums = steps_lib.initial_eval_sums(self.task)
+        done, seconds_per_step = 0, None
         with input_pipeline.bad_records_as_user_errors():
-            sums = self._eval_loop(iterator, tf.constant(num_steps, tf.int32))
+            # In chunks, each one host call, so progress shows between them; the
+            # chunks carry the float32 sums on, so the results are those of one call.
+            while done < num_steps:
+                chunk = self._next_eval_chunk(done, num_steps, seconds_per_step)
+                chunk_start = time.time()
+                sums = self._eval_loop(iterator, tf.constant(chunk, tf.int32), sums)
+                sums["batch_loss_sum"].numpy()  # waits for the chunk, for its time
+                seconds_per_step = (time.time() - chunk_start) / chunk
+                done += chunk
+                progress.update(done)
             sums = {k: float(v) for k, v in sums.items()}
         results = self.task.eval_results(sums, num_steps)
         if self.task.needs_eval_predictions:
@@ -365,6 +384,23 @@ class Trainer(object):
                         scalar_summary(key, value)
             writer.close()
         return results
+
+    def _next_eval_chunk(self, done, num_steps, seconds_per_step):
+        """How many batches the next eval host call runs.
+
+        Up to the next multiple of `log_steps` and, once the first chunk (one
+        batch) has timed a step, no more batches than fit in 10 s
+        (`item_progress.PROGRESS_SECONDS`), so slow steps still show progress
+        that often. Multi-worker: the `log_steps` bound only, so every worker
+        runs the same chunks (their collectives pair up).
+        """
+        chunk = min(self.log_steps - done % self.log_steps, num_steps - done)
+        if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            return chunk
+        if seconds_per_step is None:
+            return 1  # times a step (and the trace) before the first long call
+        fit = int(item_progress.PROGRESS_SECONDS / max(seconds_per_step, 1e-9))
+        return max(1, min(chunk, fit))
 
     def _eval_input(self, data, batch_size, max_eval_steps):
         if batch_size is None or batch_size < 1 or batch_size % self.strategy.num_replicas_in_sync:
@@ -406,16 +442,14 @@ class Trainer(object):
                                                               self.model)
         iterator = iter(self.strategy.distribute_datasets_from_function(data.dataset_fn))
         rows = []
-        start = time.time()
+        # A line every log_steps steps, and at least every 10 s.
+        progress = item_progress.ItemProgress("predict", data.num_examples, "examples",
+                                every=self.log_steps * data.global_batch_size)
         for step in range(data.num_steps):
             with input_pipeline.bad_records_as_user_errors():
                 rows.append({k: v.numpy() for k, v in self._predict_step(iterator).items()})
-            done = min((step + 1) * data.global_batch_size, data.num_examples)
-            if (step + 1) % self.log_steps == 0 or step + 1 == data.num_steps:
-                rate = done / max(time.time() - start, 1e-9)
-                logging.info("predict: %d/%d examples, %.1f examples/s, ETA %s", done,
-                             data.num_examples, rate,
-                             format_duration((data.num_examples - done) / max(rate, 1e-9)))
+            progress.update(min((step + 1) * data.global_batch_size, data.num_examples))
+        progress.finish()
         if not rows:
             return {}
         outputs = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
