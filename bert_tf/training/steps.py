@@ -129,8 +129,15 @@ def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, u
         if loss_scaling:
             grads = _poison_on_any_overflow(grads, replica_context)
         # The optimizer sums the gradients over replicas, clips them by global
-        # norm and updates (global_step += 1).
-        optimizer.apply(grads, model.trainable_variables)
+        # norm and updates (global_step += 1). A variable without a gradient
+        # (the pooler, under the SQuAD loss) is skipped, as the original's
+        # optimizer skips it; Keras would skip it too, with a warning that asks
+        # whether a loss is missing. Built first on every variable, as Keras does.
+        variables = model.trainable_variables
+        if not optimizer.built:
+            optimizer.build(variables)
+        present = [i for i, g in enumerate(grads) if g is not None]
+        optimizer.apply([grads[i] for i in present], [variables[i] for i in present])
         return tf.stack([loss] + [metrics[k] for k in metric_keys])
 
     if not use_xla:
