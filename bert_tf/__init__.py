@@ -5,11 +5,24 @@ importing `bert_tf.tokenization`, `bert_tf.modeling.config`, `bert_tf.fileio` or
 `bert_tf.data` text modules imports neither TensorFlow nor Keras (validating a
 `BertConfig` loads Keras, for its activation names). The model-side modules
 select Keras' TensorFlow backend when they load (`bert_tf._backend`).
+`TF_CPP_MIN_LOG_LEVEL` defaults to 2 (TensorFlow's C++ warnings off).
 """
 
 import importlib as _importlib
+import os as _os
 
 __version__ = "0.2.0"
+
+# TensorFlow's C++ INFO and WARNING lines (Grappler's "Skipping loop
+# optimization", XLA's start-up notes, the CPU feature guard) stay hidden
+# unless the environment asks for them: TensorFlow reads this when it loads,
+# and every bert_tf module that loads it loads this package first. (The few
+# lines TensorFlow writes while loading, before its logging starts, show
+# anyway; the tools filter those too: `bert_tf.runs.tf_logs`.)
+# (Whether the value is this default, not the user's: the tools' --verbosity=1
+# lowers it.)
+_tf_log_level_defaulted = "TF_CPP_MIN_LOG_LEVEL" not in _os.environ
+_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # Public name -> (module, attribute); attribute None means the module itself.
 _LAZY = {

@@ -191,3 +191,17 @@ def test_verbosity_1_brings_tensorflows_lines_back(model_dir):
     assert "absl::InitializeLog" in proc.stderr
     assert _CPP_LINE.search(proc.stderr) is not None, proc.stderr
     assert proc.stderr.splitlines()[-1].startswith("error: --layers=-5: layer -5 does not exist")
+
+
+@pytest.mark.parametrize("given, want", [(None, "2"), ("0", "0")])
+def test_importing_bert_tf_turns_tensorflows_cpp_warnings_off_unless_asked(given, want):
+    """A Python program gets TF_CPP_MIN_LOG_LEVEL=2 by default; a user's own value stays."""
+    env = dict(os.environ, PYTHONPATH=REPO)
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    if given is not None:
+        env["TF_CPP_MIN_LOG_LEVEL"] = given
+    result = subprocess.run(
+        [sys.executable, "-c", "import os, sys, bert_tf; "
+         "print(os.environ['TF_CPP_MIN_LOG_LEVEL'], 'tensorflow' in sys.modules)"],
+        env=env, capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == [want, "False"], result.stderr

@@ -29,6 +29,8 @@ import threading
 
 from absl import logging as absl_logging
 
+import bert_tf
+
 # `I1202 11:53:29.342553 140160656567168 extract_features.py:72] ` (Python's absl) or
 # `I0000 00:00:1796212248.377252   28245 port.cc:153] ` (C++, before InitializeLog; the
 # seconds are then the epoch).
@@ -283,9 +285,14 @@ def configure(verbosity=None, environ=None, absl_handler=None):
     Returns:
       The `StderrFilter` on descriptor 2, or None.
     """
-    environ = os.environ if environ is None else environ
+    if environ is None:
+        environ = os.environ
+        # `import bert_tf` has given it a default already, unless the user had.
+        defaulted = bert_tf._tf_log_level_defaulted  # pylint: disable=protected-access
+    else:
+        defaulted = False
     verbose = verbosity is not None and verbosity >= 1
-    if "TF_CPP_MIN_LOG_LEVEL" not in environ:
+    if defaulted or "TF_CPP_MIN_LOG_LEVEL" not in environ:
         environ["TF_CPP_MIN_LOG_LEVEL"] = "0" if verbose else "2"
     if verbose:
         return None
