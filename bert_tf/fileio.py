@@ -6,6 +6,7 @@ data package stay light; a `gs://` (or any `scheme://`) path goes through
 """
 
 import contextlib
+import errno
 import os
 
 from absl import logging
@@ -78,12 +79,53 @@ def rename(source, target):
         os.replace(source, target)
 
 
+# The errno values of a write that found no room: a full file system, a full
+# quota, a file over the process's size limit (`ulimit -f`).
+_NO_ROOM_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def no_room_reason(error):
+    """The OS's words (`No space left on device`) if `error` is a write that found no room.
+
+    Args:
+      error: an exception: an `OSError` (a local write), or a TensorFlow
+        `OpError` (`tf.io.gfile`, `tf.io.TFRecordWriter`, `SaveV2`), whose
+        message is `<file>; <the OS's words>` and whose class
+        (`ResourceExhaustedError` for ENOSPC) does not name the cause alone.
+
+    Returns:
+      The str reason, or None for any other error.
+    """
+    if isinstance(error, OSError) and error.errno in _NO_ROOM_ERRNOS:
+        return error.strerror or os.strerror(error.errno)
+    text = getattr(error, "message", None)
+    if isinstance(text, str) and type(error).__module__.startswith("tensorflow"):
+        for number in _NO_ROOM_ERRNOS:
+            if os.strerror(number) in text:
+                return os.strerror(number)
+    return None
+
+
+def no_room_error(path, error):
+    """A one-line `UserError` naming `path` if `error` is a write that found no room, else None.
+
+    A full disk is the user's to fix (free space, another output path), so it
+    is reported as one line instead of a traceback.
+    """
+    reason = no_room_reason(error)
+    if reason is None:
+        return None
+    return UserError("%s: could not be written: %s" % (path, reason))
+
+
 @contextlib.contextmanager
 def atomic_write(path, mode="w", encoding="utf-8", newline=None):
     """Writes `path` all at once: to `<path>.tmp-<pid>`, renamed when the block ends.
 
     If the block raises, the temporary file is removed and `path` is left as it
-    was, so a reader never sees a half-written file under the final name.
+    was, so a reader never sees a half-written file under the final name. A
+    write that finds no room (a full disk) raises a one-line `UserError` naming
+    `path` and the OS's words (`no_room_error`).
 
     Example:
       with atomic_write("/tmp/out/eval_results.txt") as f:
@@ -95,6 +137,11 @@ def atomic_write(path, mode="w", encoding="utf-8", newline=None):
         with open_file(tmp, mode, encoding=encoding, newline=newline) as f:
             yield f
         rename(tmp, path)
+    except Exception as e:  # pylint: disable=broad-except
+        failure = no_room_error(path, e)
+        if failure is None:
+            raise
+        raise failure from e
     finally:
         remove_quietly(tmp)
 

@@ -27,7 +27,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The modules that tokenize and prepare data: none may import TensorFlow or Keras.
 LIGHT_MODULES = (
     "bert_tf", "bert_tf.errors", "bert_tf.tokenization", "bert_tf.modeling.config", "bert_tf.fileio",
-    "bert_tf.item_progress",
+    "bert_tf.item_progress", "bert_tf.locks",
     "bert_tf.data", "bert_tf.data.pretraining", "bert_tf.data.pretraining.create",
     "bert_tf.data.pretraining.reading", "bert_tf.data.pretraining.tokens",
     "bert_tf.data.pretraining.instances", "bert_tf.data.pretraining.records",

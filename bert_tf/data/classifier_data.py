@@ -765,7 +765,8 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
     One `tf.train.Example` per example (`FEATURE_NAMES`, all int64; for
     regression `label_ids` is a float). The records go to
     `<output_file>.tmp-<pid>`, renamed to `output_file` at the end, so an
-    interrupted run leaves no file under the final name.
+    interrupted run leaves no file under the final name, and a full disk is a
+    one-line `UserError` naming `output_file` (`fileio.no_room_error`).
 
     Besides the original's "Writing example %d of %d" every 10000 examples,
     logs `<file name>: <done>/<total> examples, <rate>, elapsed, ETA` every 10 s
@@ -793,6 +794,11 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
                 progress.add()
         fileio.rename(tmp, output_file)
         progress.finish()
+    except Exception as e:  # pylint: disable=broad-except
+        failure = fileio.no_room_error(output_file, e)
+        if failure is None:
+            raise
+        raise failure from e
     finally:
         try:
             if tf.io.gfile.exists(tmp):

@@ -647,15 +647,32 @@ class FeatureWriter(object):
             features["is_impossible"] = create_int_feature([impossible])
 
         tf_example = train.Example(features=train.Features(feature=features))
-        self._writer.write(tf_example.SerializeToString(deterministic=True))
+        try:
+            self._writer.write(tf_example.SerializeToString(deterministic=True))
+        except Exception as e:  # pylint: disable=broad-except
+            self._fail(e)
 
     def close(self):
         """Finishes the file and renames it to `filename`."""
         if self._closed:
             return
+        try:
+            self._writer.close()
+            fileio.rename(self._tmp_name, self.filename)
+        except Exception as e:  # pylint: disable=broad-except
+            self._fail(e)
         self._closed = True
-        self._writer.close()
-        fileio.rename(self._tmp_name, self.filename)
+
+    def _fail(self, error):
+        """Removes the temporary file; raises `error`, or a full disk's one-line UserError."""
+        try:
+            self.abort()
+        except Exception:  # pylint: disable=broad-except
+            fileio.remove_quietly(self._tmp_name)  # the error to report is `error`
+        failure = fileio.no_room_error(self.filename, error)
+        if failure is None:
+            raise error
+        raise failure from error
 
     def abort(self):
         """Closes the writer and removes its temporary file; `filename` is untouched."""

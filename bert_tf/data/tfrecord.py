@@ -130,15 +130,29 @@ class TFRecordWriter(object):
     """Writes a TFRecord file byte-identical to `tf.io.TFRecordWriter(path)`'s.
 
     Records are framed in batches of 16384 (see `frame_records`); `close()`
-    writes the rest. A "://" path is written through `tf.io.gfile`.
+    writes the rest. A "://" path is written through `tf.io.gfile`. A write
+    that finds no room (a full disk) raises a one-line `UserError` naming
+    `name` and the OS's words (`fileio.no_room_error`).
 
     Args:
       path: str, the file to (over)write.
+      name: str, the file an error names (the final name of a temporary
+        `path`); `path` by default.
     """
 
-    def __init__(self, path):
+    def __init__(self, path, name=None):
+        self._name = name or path
         self._file = fileio.open_file(path, "wb")
         self._pending = []
+
+    def _write(self, data):
+        try:
+            self._file.write(data)
+        except Exception as e:  # pylint: disable=broad-except
+            failure = fileio.no_room_error(self._name, e)
+            if failure is None:
+                raise
+            raise failure from e
 
     def write(self, record):
         self._pending.append(record)
@@ -148,18 +162,26 @@ class TFRecordWriter(object):
     def write_framed(self, framed):
         """Writes bytes that `frame_records` made (records framed elsewhere)."""
         self.flush()
-        self._file.write(framed)
+        self._write(framed)
 
     def flush(self):
         if self._pending:
-            self._file.write(frame_records(self._pending))
+            self._write(frame_records(self._pending))
             self._pending = []
 
     def close(self):
         if self._file is not None:
-            self.flush()
-            self._file.close()
-            self._file = None
+            try:
+                self.flush()
+            finally:
+                file, self._file = self._file, None
+                try:
+                    file.close()  # writes what the file object still buffers
+                except Exception as e:  # pylint: disable=broad-except
+                    failure = fileio.no_room_error(self._name, e)
+                    if failure is None:
+                        raise
+                    raise failure from e
 
     def __enter__(self):
         return self

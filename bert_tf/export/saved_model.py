@@ -52,6 +52,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import fileio
+from bert_tf import locks
 from bert_tf import tokenization
 from bert_tf.data import classifier_data
 from bert_tf.errors import UserError
@@ -475,40 +476,45 @@ def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkp
     final_dir = version_dir(export_dir, int(time.time()) if version is None else version)
     phases.done("inputs checked (task %s, checkpoint %s)", task_name, prefix)
 
-    if fmt == "tfhub":
-        with atomic_directory(final_dir) as tmp:
-            hub.export_tfhub(config, vocab_file, do_lower_case, prefix, tmp, max_seq_length,
-                             mixed_precision=mixed_precision, phases=phases)
-        phases.done("written to %s", final_dir)
-        logging.info("Exported %s (TF Hub format) from %s to %s", task_name, prefix, final_dir)
-        return final_dir
+    # One export per version: a second one of this version refuses while this one lives
+    # (`<export_dir>/<version>.lock`, no number to TF Serving); other versions go side by side.
+    with locks.OutputLock(final_dir, "export_saved_model", flag="version", is_file=True,
+                          subject="--export_dir=%s --version=%s" % (
+                              export_dir, os.path.basename(final_dir))):
+        if fmt == "tfhub":
+            with atomic_directory(final_dir) as tmp:
+                hub.export_tfhub(config, vocab_file, do_lower_case, prefix, tmp, max_seq_length,
+                                 mixed_precision=mixed_precision, phases=phases)
+            phases.done("written to %s", final_dir)
+            logging.info("Exported %s (TF Hub format) from %s to %s", task_name, prefix, final_dir)
+            return final_dir
 
-    model = load_model(kind, config, prefix, num_labels, mixed_precision)
-    phases.done("checkpoint loaded into the %s model", kind)
-    tokenizer = GraphTokenizer(vocab_file, do_lower_case)
-    if kind == CLASSIFIER:
-        module = ClassifierServingModule(model, tokenizer, labels, is_regression,
-                                         max_seq_length, vocab_file)
-        signatures = module.signatures()
-    elif kind == ENCODER:
-        module = EncoderServingModule(model, tokenizer, max_seq_length, vocab_file)
-        signatures = module.signatures()
-    else:
-        module = SquadServingModule(
-            model, tokenizer, max_seq_length=max_seq_length, doc_stride=doc_stride,
-            max_query_length=max_query_length, n_best_size=n_best_size,
-            max_answer_length=max_answer_length)
-        # A tf.function with an input_signature, or a concrete function.
-        signatures = {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: module.serving_default}
-        module = SquadRoot(module, do_lower_case, max_seq_length, vocab_file)
-    phases.done("serving module built (tokenizer tables, signatures %s)",
-                ", ".join(sorted(signatures)))
-    with atomic_directory(final_dir) as tmp:
-        # The save traces every signature (the model and the tokenizer in the graph).
-        save_module(module, signatures, tmp, vocab_file)
-        phases.done("signatures traced and SavedModel saved")
-    phases.done("written to %s", final_dir)
-    logging.info("Exported %s from %s to %s (signatures: %s; compute: %s)", task_name, prefix,
-                 final_dir, ", ".join(sorted(signatures)),
-                 precision.MIXED_PRECISION[mixed_precision] or "float32")
-    return final_dir
+        model = load_model(kind, config, prefix, num_labels, mixed_precision)
+        phases.done("checkpoint loaded into the %s model", kind)
+        tokenizer = GraphTokenizer(vocab_file, do_lower_case)
+        if kind == CLASSIFIER:
+            module = ClassifierServingModule(model, tokenizer, labels, is_regression,
+                                             max_seq_length, vocab_file)
+            signatures = module.signatures()
+        elif kind == ENCODER:
+            module = EncoderServingModule(model, tokenizer, max_seq_length, vocab_file)
+            signatures = module.signatures()
+        else:
+            module = SquadServingModule(
+                model, tokenizer, max_seq_length=max_seq_length, doc_stride=doc_stride,
+                max_query_length=max_query_length, n_best_size=n_best_size,
+                max_answer_length=max_answer_length)
+            # A tf.function with an input_signature, or a concrete function.
+            signatures = {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: module.serving_default}
+            module = SquadRoot(module, do_lower_case, max_seq_length, vocab_file)
+        phases.done("serving module built (tokenizer tables, signatures %s)",
+                    ", ".join(sorted(signatures)))
+        with atomic_directory(final_dir) as tmp:
+            # The save traces every signature (the model and the tokenizer in the graph).
+            save_module(module, signatures, tmp, vocab_file)
+            phases.done("signatures traced and SavedModel saved")
+        phases.done("written to %s", final_dir)
+        logging.info("Exported %s from %s to %s (signatures: %s; compute: %s)", task_name, prefix,
+                     final_dir, ", ".join(sorted(signatures)),
+                     precision.MIXED_PRECISION[mixed_precision] or "float32")
+        return final_dir

@@ -15,9 +15,11 @@ What a Google checkpoint may hold besides the backbone, and what we do with it:
   * anything else: an error in strict mode (it means another architecture).
 
 A checkpoint whose files cannot be read (a corrupt or truncated index or data
-file, a missing data shard) is a one-line `UserError` naming the path, and
-every value is read before any is assigned, so a failed load leaves the model
-as it was.
+file, a missing index or data shard) is a one-line `UnreadableCheckpointError`
+(a `UserError`) naming the path, and every value is read before any is
+assigned, so a failed load leaves the model as it was. A checkpoint that reads
+but does not fit the model is a plain `UserError`: a resuming run skips the
+first kind for an older checkpoint, never the second.
 """
 
 import collections
@@ -49,6 +51,23 @@ RELEASE_CHECKPOINT = "bert_model.ckpt"
 # and IndexError for a data file cut short (its C++ OutOfRange "Read less
 # bytes than requested" surfaces as IndexError).
 _READ_ERRORS = (tf.errors.OpError, IndexError, RuntimeError)
+
+
+class UnreadableCheckpointError(UserError):
+    """A checkpoint whose files cannot be read: a missing, truncated or corrupt index or data file.
+
+    Not raised for a checkpoint that reads but does not fit the model (a
+    missing, unexpected or wrong-shaped variable): that is a plain `UserError`.
+
+    Attributes:
+      checkpoint_path: the checkpoint prefix.
+      reason: what is wrong with its files, without the path (one line).
+    """
+
+    def __init__(self, where, checkpoint_path, reason):
+        super().__init__("%s: %s" % (where, reason))
+        self.checkpoint_path = checkpoint_path
+        self.reason = reason
 
 
 def _where(flag, path):
@@ -133,22 +152,33 @@ def resolve_checkpoint(path, flag="init_checkpoint"):
 
     A directory gives its latest checkpoint: the one its `checkpoint` state
     file names, else its highest `model.ckpt-N`, else (a Google release
-    directory) `<dir>/bert_model.ckpt`.
+    directory) `<dir>/bert_model.ckpt`. It is never an older one in place of
+    the newest (resuming from an older readable checkpoint is
+    `bert_tf.training.output_dir.Checkpoints.restore`'s, not a user's
+    `--init_checkpoint`'s).
 
     Raises `UserError` naming `flag` (or, with `flag=None`, the path alone)
-    if nothing is there.
+    if nothing is there; `UnreadableCheckpointError` if the state file names a
+    checkpoint whose index is gone while older checkpoints are there.
     """
     if not path:
         raise UserError("--%s is empty" % flag if flag else "the checkpoint path is empty")
     if tf.io.gfile.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
-        if latest:
-            return latest
+        named = _state_file_newest(path)
+        if named and tf.io.gfile.exists(named + ".index"):
+            return named
         steps = []
         for index in tf.io.gfile.glob(os.path.join(path, "model.ckpt-*.index")):
             match = re.match(r"^model\.ckpt-(\d+)\.index$", os.path.basename(index))
             if match:
                 steps.append(int(match.group(1)))
+        if named and steps:
+            # The newest's index is gone: the highest model.ckpt-N left would
+            # be an older checkpoint, taken silently.
+            raise UnreadableCheckpointError(
+                _where(flag, path), named,
+                "its `checkpoint` file names %s, whose .index file is missing (a copy cut "
+                "short?); name an older model.ckpt-N to use it" % named)
         if steps:
             return os.path.join(path, "model.ckpt-%d" % max(steps))
         release = os.path.join(path, RELEASE_CHECKPOINT)
@@ -157,24 +187,37 @@ def resolve_checkpoint(path, flag="init_checkpoint"):
         raise UserError("%s: the directory holds no checkpoint (no `checkpoint` file, "
                         "model.ckpt-N or %s.index)" % (_where(flag, path), RELEASE_CHECKPOINT))
     if not tf.io.gfile.exists(path + ".index"):
-        raise UserError("%s: no checkpoint there (expected %s.index)" % (_where(flag, path), path))
+        raise UnreadableCheckpointError(_where(flag, path), path,
+                                        "no checkpoint there (expected %s.index)" % path)
     return path
+
+
+def _state_file_newest(directory):
+    """The newest checkpoint prefix `directory/checkpoint` names; None without a readable one."""
+    if not tf.io.gfile.exists(os.path.join(directory, "checkpoint")):
+        return None
+    try:
+        state = tf.train.get_checkpoint_state(directory)
+    except (ValueError, tf.errors.OpError):  # an empty or garbled state file
+        return None
+    return state.model_checkpoint_path if state and state.model_checkpoint_path else None
 
 
 def open_checkpoint(checkpoint_path, flag="init_checkpoint"):
     """Opens a checkpoint prefix: its reader and `{name: shape}` (from the index alone).
 
     Raises:
-      UserError: the index is unreadable (corrupt, truncated, not a checkpoint),
-        naming `flag` and the path.
+      UnreadableCheckpointError: the index is unreadable (corrupt, truncated,
+        not a checkpoint), naming `flag` and the path.
     """
     try:
         reader = tf.train.load_checkpoint(checkpoint_path)
         shapes = reader.get_variable_to_shape_map()
     except _READ_ERRORS as e:
-        raise UserError("%s: %s.index is not a readable checkpoint index (corrupt, truncated or "
-                        "not a checkpoint: %s)"
-                        % (_where(flag, checkpoint_path), checkpoint_path, _first_line(e)))
+        raise UnreadableCheckpointError(
+            _where(flag, checkpoint_path), checkpoint_path,
+            "%s.index is not a readable checkpoint index (corrupt, truncated or not a "
+            "checkpoint: %s)" % (checkpoint_path, _first_line(e)))
     return reader, shapes
 
 
@@ -194,6 +237,25 @@ def _missing_data_files(checkpoint_path):
                   if name not in present)
 
 
+def check_checkpoint_files(checkpoint_path, flag="init_checkpoint"):
+    """Raises if a checkpoint's files are plainly unreadable: what shows without reading values.
+
+    Its index must be there and open, and its data shards must be there. A data
+    file cut short or corrupt shows only when its values are read (`read_tensors`).
+
+    Raises:
+      UnreadableCheckpointError: naming `flag`, the path and what is wrong.
+    """
+    resolve_checkpoint(checkpoint_path, flag)
+    open_checkpoint(checkpoint_path, flag)
+    missing = _missing_data_files(checkpoint_path)
+    if missing:
+        raise UnreadableCheckpointError(
+            _where(flag, checkpoint_path), checkpoint_path,
+            "the checkpoint's data file %s is missing%s"
+            % (missing[0], "" if len(missing) == 1 else " (and %d more)" % (len(missing) - 1)))
+
+
 def read_tensors(reader, names, checkpoint_path, flag="init_checkpoint"):
     """{name: numpy value} of `names`, every one read before the caller assigns any.
 
@@ -201,8 +263,8 @@ def read_tensors(reader, names, checkpoint_path, flag="init_checkpoint"):
     missing, cut short or corrupt shows only when a value is read.
 
     Raises:
-      UserError: naming `flag`, the path, and the missing data file or the
-        variable whose bytes are unreadable.
+      UnreadableCheckpointError: naming `flag`, the path, and the missing data
+        file or the variable whose bytes are unreadable.
     """
     values = collections.OrderedDict()
     for name in names:
@@ -211,14 +273,15 @@ def read_tensors(reader, names, checkpoint_path, flag="init_checkpoint"):
         except _READ_ERRORS as e:
             missing = _missing_data_files(checkpoint_path)
             if missing:
-                raise UserError("%s: the checkpoint's data file %s is missing%s "
-                                "(nothing was loaded)"
-                                % (_where(flag, checkpoint_path), missing[0],
-                                   "" if len(missing) == 1 else
-                                   " (and %d more)" % (len(missing) - 1)))
-            raise UserError("%s: variable %s cannot be read: the checkpoint's data file is "
-                            "truncated or corrupt (%s; nothing was loaded)"
-                            % (_where(flag, checkpoint_path), name, _first_line(e)))
+                raise UnreadableCheckpointError(
+                    _where(flag, checkpoint_path), checkpoint_path,
+                    "the checkpoint's data file %s is missing%s (nothing was loaded)"
+                    % (missing[0], "" if len(missing) == 1 else
+                       " (and %d more)" % (len(missing) - 1)))
+            raise UnreadableCheckpointError(
+                _where(flag, checkpoint_path), checkpoint_path,
+                "variable %s cannot be read: the checkpoint's data file is truncated or "
+                "corrupt (%s; nothing was loaded)" % (name, _first_line(e)))
     return values
 
 
@@ -321,7 +384,8 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
 
     Raises:
       UserError: a missing, unexpected or wrong-shaped variable, named with
-        both shapes; unreadable checkpoint files. Nothing is assigned then.
+        both shapes (the checkpoint does not fit); `UnreadableCheckpointError`
+        for unreadable checkpoint files. Nothing is assigned then.
     """
     checkpoint_path = resolve_checkpoint(checkpoint_path, flag)
     reader, ckpt_shapes = open_checkpoint(checkpoint_path, flag)
@@ -435,18 +499,36 @@ def write_checkpoint(checkpoint_prefix, name_to_value, update_state=True):
     under a temporary prefix and renamed, index last, so a crash never leaves a
     half-written checkpoint under the real name. With `update_state`, the
     directory's `checkpoint` file then points at the new checkpoint (written
-    atomically by TensorFlow), keeping older entries listed.
+    atomically, `write_checkpoint_state`), keeping older entries listed.
+
+    Raises:
+      UserError: a write found no room (a full disk): one line naming
+        `checkpoint_prefix` and the OS's words. The temporary files are removed;
+        the previous checkpoints and the `checkpoint` file are as they were.
     """
     directory = os.path.dirname(checkpoint_prefix) or "."
     tf.io.gfile.makedirs(directory)
     names = list(name_to_value)
     tensors = [tf.convert_to_tensor(name_to_value[n]) for n in names]
     tmp_prefix = fileio.temporary_name(checkpoint_prefix)
-    tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names,
-                      shape_and_slices=[""] * len(names), tensors=tensors)
     data_suffix = ".data-00000-of-00001"
-    tf.io.gfile.rename(tmp_prefix + data_suffix, checkpoint_prefix + data_suffix, overwrite=True)
-    tf.io.gfile.rename(tmp_prefix + ".index", checkpoint_prefix + ".index", overwrite=True)
+    try:
+        tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names,
+                          shape_and_slices=[""] * len(names), tensors=tensors)
+        tf.io.gfile.rename(tmp_prefix + data_suffix, checkpoint_prefix + data_suffix,
+                           overwrite=True)
+        tf.io.gfile.rename(tmp_prefix + ".index", checkpoint_prefix + ".index", overwrite=True)
+    except Exception as e:  # pylint: disable=broad-except
+        # SaveV2 removes its own `.tempstate` file, but a failure after the data
+        # file is finished (writing the index, renaming) leaves the temporary
+        # prefix's files: remove them. The previous checkpoint and the
+        # `checkpoint` state file are untouched.
+        for name in (tmp_prefix + data_suffix, tmp_prefix + ".index"):
+            fileio.remove_quietly(name)
+        failure = fileio.no_room_error(checkpoint_prefix, e)
+        if failure is None:
+            raise
+        raise failure from e
     if update_state:
         state = tf.train.get_checkpoint_state(directory)
         previous = list(state.all_model_checkpoint_paths) if state else []

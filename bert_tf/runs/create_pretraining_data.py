@@ -10,6 +10,7 @@ neither TensorFlow nor Apache Beam until a "://" path or a runner needs it.
 import logging as std_logging
 
 from bert_tf import fileio
+from bert_tf import locks
 from bert_tf import tokenization
 from bert_tf.data.pretraining import checks
 from bert_tf.data.pretraining import create
@@ -64,23 +65,29 @@ def create_pretraining_data(input_file, output_file, vocab_file, do_lower_case=T
         if name:  # an empty name gets its own error below
             fileio.check_writable(name, "output_file", directory=False)
     input_files = reading.expand_input_patterns(input_file.split(","))
-    if runner:
-        return _run_on_beam(
-            input_files, output_files, vocab_file, do_lower_case=do_lower_case,
-            max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
-            random_seed=random_seed, dupe_factor=dupe_factor, masked_lm_prob=masked_lm_prob,
-            short_seq_prob=short_seq_prob, do_whole_word_mask=do_whole_word_mask,
-            documents_per_shard=documents_per_shard, runner=runner, beam_args=beam_args)
-    tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
-    return create.create_pretraining_data(
-        input_files, output_files, tokenizer, vocab_file=vocab_file,
-        max_seq_length=max_seq_length,
-        max_predictions_per_seq=max_predictions_per_seq,
-        random_seed=random_seed, dupe_factor=dupe_factor,
-        masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob,
-        do_whole_word_mask=do_whole_word_mask, num_workers=num_workers,
-        documents_per_shard=documents_per_shard,
-        record_buffer_bytes=record_buffer_mb << 20)
+    # One run per output: a second one on the same files refuses while this
+    # one lives (the lock is `<first output file>.lock`; runs writing other
+    # files of one directory, shard by shard, do not wait for each other).
+    with locks.OutputLock(output_files[0], "create_pretraining_data", flag="output_file",
+                          is_file=True, enabled=all(output_files)):
+        if runner:
+            return _run_on_beam(
+                input_files, output_files, vocab_file, do_lower_case=do_lower_case,
+                max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+                random_seed=random_seed, dupe_factor=dupe_factor, masked_lm_prob=masked_lm_prob,
+                short_seq_prob=short_seq_prob, do_whole_word_mask=do_whole_word_mask,
+                documents_per_shard=documents_per_shard, runner=runner, beam_args=beam_args)
+        tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file,
+                                               do_lower_case=do_lower_case)
+        return create.create_pretraining_data(
+            input_files, output_files, tokenizer, vocab_file=vocab_file,
+            max_seq_length=max_seq_length,
+            max_predictions_per_seq=max_predictions_per_seq,
+            random_seed=random_seed, dupe_factor=dupe_factor,
+            masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob,
+            do_whole_word_mask=do_whole_word_mask, num_workers=num_workers,
+            documents_per_shard=documents_per_shard,
+            record_buffer_bytes=record_buffer_mb << 20)
 
 
 def _run_on_beam(input_files, output_files, vocab_file, runner, **kwargs):

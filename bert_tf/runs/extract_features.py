@@ -14,6 +14,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import fileio
+from bert_tf import locks
 from bert_tf import tokenization
 from bert_tf.data import text_features
 from bert_tf.errors import UserError
@@ -216,7 +217,9 @@ def extract_features(input_file, output_file, bert_config_file, init_checkpoint,
     tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
     examples = read_examples(input_file)
     features = convert_examples_to_features(examples, max_seq_length, tokenizer)
-    model = load_model(bert_config, init_checkpoint, mixed_precision=mixed_precision)
-    count = write_features_jsonl(model, features, layer_indexes, batch_size, output_file)
+    # One run per output file: a second one on it refuses while this one lives.
+    with locks.OutputLock(output_file, "extract_features", flag="output_file", is_file=True):
+        model = load_model(bert_config, init_checkpoint, mixed_precision=mixed_precision)
+        count = write_features_jsonl(model, features, layer_indexes, batch_size, output_file)
     logging.info("Wrote %d lines to %s", count, output_file)
     return count

@@ -16,6 +16,7 @@ import os
 from absl import logging
 
 from bert_tf import fileio
+from bert_tf import locks
 from bert_tf import tokenization
 from bert_tf.data import classifier_data
 from bert_tf.data import input_pipeline
@@ -23,6 +24,7 @@ from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
 from bert_tf.tasks.classifier import ClassifierTask
+from bert_tf.training import distribute
 from bert_tf.training.output_dir import write_eval_results
 from bert_tf.training.scale_out import ScaleOut
 from bert_tf.training.trainer import Trainer
@@ -74,8 +76,11 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
         examples["predict"] = processor.get_test_examples(data_dir)
 
     # A failure before training, evaluation or prediction produce anything
-    # removes the records this run wrote (and output_dir, if it made it).
-    with fileio.InputFiles(output_dir) as inputs:
+    # removes the records this run wrote (and output_dir, if it made it). The
+    # lock (the chief's) keeps a second run off output_dir while this one lives.
+    with fileio.InputFiles(output_dir) as inputs, locks.OutputLock(
+            output_dir, "run_classifier",
+            enabled=distribute.will_be_chief(scale_out.strategy_name())):
         # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
         strategy = scale_out.create_strategy()
         task = ClassifierTask(bert_config, num_labels, is_regression=is_regression)

@@ -16,12 +16,14 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import fileio
+from bert_tf import locks
 from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
 from bert_tf.runs.cli import split_comma_list
 from bert_tf.tasks.pretraining import PretrainingTask
+from bert_tf.training import distribute
 from bert_tf.training.output_dir import write_eval_results
 from bert_tf.training.scale_out import ScaleOut
 from bert_tf.training.trainer import Trainer
@@ -69,8 +71,10 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
     input_pipeline.check_pretraining_records(input_files, bert_config, max_seq_length,
                                              max_predictions_per_seq)
     # A failure before training or evaluation produce anything removes
-    # output_dir if this run made it.
-    with fileio.InputFiles(output_dir) as created:
+    # output_dir if this run made it. The lock (the chief's) keeps a second
+    # run off output_dir while this one lives.
+    with fileio.InputFiles(output_dir) as created, locks.OutputLock(
+            output_dir, "run_pretraining", enabled=distribute.is_chief(strategy)):
         tf.io.gfile.makedirs(output_dir)
 
         task = PretrainingTask(bert_config, max_seq_length, max_predictions_per_seq)

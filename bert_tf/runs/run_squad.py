@@ -16,6 +16,7 @@ import os
 import random
 
 from bert_tf import fileio
+from bert_tf import locks
 from bert_tf import tokenization
 from bert_tf.data import input_pipeline
 from bert_tf.data import squad_data
@@ -24,6 +25,7 @@ from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
 from bert_tf.tasks.squad import SquadTask
+from bert_tf.training import distribute
 from bert_tf.training.scale_out import ScaleOut
 from bert_tf.training.trainer import Trainer
 
@@ -95,8 +97,10 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
             predict_file, is_training=False, version_2_with_negative=version_2_with_negative)
 
     # A failure before training or prediction produce anything removes the
-    # records this run wrote (and output_dir, if it made it).
-    with fileio.InputFiles(output_dir) as inputs:
+    # records this run wrote (and output_dir, if it made it). The lock (the
+    # chief's) keeps a second run off output_dir while this one lives.
+    with fileio.InputFiles(output_dir) as inputs, locks.OutputLock(
+            output_dir, "run_squad", enabled=distribute.will_be_chief(scale_out.strategy_name())):
         # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
         strategy = scale_out.create_strategy()
         task = SquadTask(bert_config)

@@ -293,6 +293,32 @@ def is_chief_task(task_type, task_id, jobs=(), tpu=False):
     return False
 
 
+def will_be_chief(distribution_strategy, tf_config=None):
+    """Whether this process will be the chief, known before its strategy exists.
+
+    The runs lock their output_dir (`bert_tf.locks`) before they make the
+    strategy; only the chief takes the lock. Under `multi_worker_mirrored`
+    that is TF_CONFIG's task by `is_chief_task`'s rule (True without
+    TF_CONFIG, or with one the strategy will refuse); every other strategy
+    runs one process per output_dir (a multi-host TPU writes to gs://, which
+    is not locked).
+
+    Args:
+      distribution_strategy: the strategy's name (`ScaleOut.strategy_name()`).
+      tf_config: TF_CONFIG's JSON text; default: the environment's.
+    """
+    if distribution_strategy != "multi_worker_mirrored":
+        return True
+    raw = os.environ.get("TF_CONFIG") if tf_config is None else tf_config
+    try:
+        config = json.loads(raw) if raw else {}
+        task = config.get("task") or {}
+        jobs = tuple(config.get("cluster") or ())
+        return is_chief_task(task.get("type"), task.get("index") or 0, jobs)
+    except (ValueError, AttributeError, TypeError):
+        return True
+
+
 def is_chief(strategy):
     """Whether this process writes checkpoints, summaries and results.
 

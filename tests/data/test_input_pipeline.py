@@ -372,3 +372,50 @@ def test_finetuning_records_are_checked(tmp_path):
     batch = next(iter(ip.create_finetuning_dataset(path, spec, 12, limits=limits, seed=0)))
     assert set(batch["label_ids"].numpy().tolist()) <= {0, 1}
     assert batch["input_ids"].dtype == tf.int32
+
+
+# (feature, its limit, the refusal's words after "feature <name> holds <limit>, "): each
+# bounded feature of the pre-training records at its limit, which the check refuses.
+_LIMITS = [
+    ("input_ids", VOCAB_SIZE,
+     "outside [0, vocab_size=1000) of bert_config_file (data made with another vocab?)"),
+    ("masked_lm_ids", VOCAB_SIZE,
+     "outside [0, vocab_size=1000) of bert_config_file (data made with another vocab?)"),
+    ("segment_ids", 2, "outside [0, type_vocab_size=2) of bert_config_file"),
+    ("masked_lm_positions", SEQ, "outside [0, --max_seq_length=32)"),
+    ("input_mask", 2, "outside [0, 2)"),
+    ("next_sentence_labels", 2, "outside [0, 2)"),
+]
+
+
+@pytest.mark.parametrize("name,limit,outside", _LIMITS, ids=[n for n, _, _ in _LIMITS])
+def test_the_first_records_are_checked_at_the_limits_exactly(tmp_path, name, limit, outside):
+    """The up-front check refuses limit (and -1), accepts limit - 1, in one line naming the file."""
+    config = _config()
+    at_limit = _write_with_bad_record(str(tmp_path / "at_limit.tfrecord"), _set(name, 0, limit),
+                                      n=4, bad=0)
+    with pytest.raises(UserError) as e:
+        ip.check_pretraining_records([at_limit], config, SEQ, PRED)
+    assert str(e.value) == "%s: feature %s holds %d, %s" % (at_limit, name, limit, outside)
+    negative = _write_with_bad_record(str(tmp_path / "negative.tfrecord"), _set(name, 0, -1),
+                                      n=4, bad=0)
+    with pytest.raises(UserError, match=r"negative.tfrecord: feature %s holds -1, " % name):
+        ip.check_pretraining_records([negative], config, SEQ, PRED)
+    below = _write_with_bad_record(str(tmp_path / "below.tfrecord"), _set(name, 0, limit - 1),
+                                   n=4, bad=0)
+    ip.check_pretraining_records([below], config, SEQ, PRED)
+
+
+def test_finetuning_labels_are_checked_at_the_limit_exactly(tmp_path):
+    """Each fine-tuning record is checked as it is read: num_labels refused, num_labels - 1 not."""
+    from bert_tf.data import classifier_data
+    spec = classifier_data.name_to_features(4)
+    limits = ip.record_limits(_config(), 4, num_labels=3)
+    path = _write_classifier_records(str(tmp_path / "train.tf_record"), [0, 1, 3, 2])
+    finite = ip.finite_records_input(path, spec, 4, 4, limits=limits)
+    assert _first_error(finite.dataset_fn(), 1) == (
+        "%s: record 2 (counting from 0): feature label_ids holds 3, outside [0, num_labels=3) "
+        "(the task's number of labels)" % path)
+    _write_classifier_records(path, [0, 1, 2, 2])
+    batch = next(iter(ip.finite_records_input(path, spec, 4, 4, limits=limits).dataset_fn()))
+    assert batch["label_ids"].numpy().tolist() == [0, 1, 2, 2]

@@ -124,7 +124,7 @@ class RoundRobinWriter(object):
                 # Port note: a missing output directory is created.
                 if parent and not fileio.exists(parent):
                     fileio.makedirs(parent)
-                self._writers.append(tfrecord.TFRecordWriter(tmp))
+                self._writers.append(tfrecord.TFRecordWriter(tmp, name=f))
         except Exception:
             self.abort()
             raise
