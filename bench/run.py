@@ -44,6 +44,7 @@ SCRIPTS = (
     ("input_pipeline_bench", ["--quick"], [], False),
     ("input_check_bench", ["--num_batches=500", "--rounds=2"], [], False),
     ("scaling_bench", ["--quick"], [], False),
+    ("recompute_memory_bench", ["--quick"], [], False),
     ("beam_bench", ["--sizes=1", "--original_max_size=1"], [], False),
 )
 

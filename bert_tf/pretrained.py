@@ -9,6 +9,8 @@ reads all of them from one path:
   path                                  checkpoint               config and vocab
   uncased_L-12_H-768_A-12/ (a Google    bert_model.ckpt          bert_config.json, vocab.txt there
     release: no `checkpoint` file)
+  uncased_L-12_H-768_A-12 (a release's  <cache>/<name>/          there (`bert_tf.releases`: downloaded
+    name, no such path here)              bert_model.ckpt          and verified once)
   output_dir/ (run_classifier, ...)     its latest model.ckpt-N  there, or bert_config_file=,
                                                                  vocab_file=
   .../bert_model.ckpt, .../model.ckpt-N that prefix              its directory, or the same
@@ -29,6 +31,7 @@ import re
 import tensorflow as tf
 from absl import logging
 
+from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint as checkpoint_lib
@@ -111,7 +114,11 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
     Args:
       path: a Google release directory (`bert_config.json`, `vocab.txt`,
         `bert_model.ckpt.*`), a training run's `output_dir` (its latest
-        `model.ckpt-N`), or a checkpoint prefix.
+        `model.ckpt-N`), a checkpoint prefix, or the name of a release
+        (`bert_tf.releases.RELEASES`) where no path of that name exists: it is
+        downloaded and verified once, then read from the cache
+        (`$BERT_TF_CACHE`, default `~/.cache/bert_tf`; `BERT_TF_OFFLINE=1`
+        uses only the cache).
       head: which model to build and load:
         None: the backbone, `BertModel` (outputs `sequence_output`,
           `pooled_output`, ...); the checkpoint's heads are left out;
@@ -166,8 +173,7 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
     if num_labels is not None and (isinstance(num_labels, bool) or not isinstance(num_labels, int)
                                    or num_labels < 1):
         raise UserError("num_labels=%r: must be a positive integer" % (num_labels,))
-    checkpoint_path = checkpoint_lib.resolve_checkpoint(
-        os.fspath(path) if path is not None else path, flag=None)
+    checkpoint_path = checkpoint_lib.resolve_checkpoint(releases.resolve(path), flag=None)
     directory = os.path.dirname(checkpoint_path)
 
     if bert_config_file is None:

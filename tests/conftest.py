@@ -5,6 +5,8 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+# No test downloads a release by accident; tests/test_releases.py serves its own on loopback.
+os.environ.setdefault("BERT_TF_OFFLINE", "1")
 
 import pytest  # noqa: E402
 

@@ -3,7 +3,11 @@
 The wheel test builds bert_tf without the network, installs it into a fresh
 virtual environment (which sees this environment's TensorFlow through a .pth
 file instead of downloading it again) and, from a directory outside the
-repository, imports it and runs a tool copied out of `tools/`.
+repository, imports it, runs a tool copied out of `tools/`, asks every console
+script of pyproject.toml and every `python -m bert_tf.tools.<name>` for its
+--help (the tool's docstring and flags; no TensorFlow is imported for it), and
+runs `bert-create-pretraining-data` and `bert-run-classifier` (a tiny model
+on a tiny task) as a user of the installed package does.
 """
 
 import ast
@@ -16,6 +20,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import tomllib
 import zipfile
 
 import pytest
@@ -306,3 +311,135 @@ def test_installed_package_runs_a_tool_copied_out_of_the_clone(installed):
         offset += 8 + 4 + int.from_bytes(data[offset:offset + 8], "little") + 4
         count += 1
     assert offset == len(data) and count == int(wrote.group(1)) > 0
+
+
+# ------------------------------------------------------------------ the console scripts
+
+
+def _console_scripts():
+    """pyproject.toml's [project.scripts]: {script: tool module}."""
+    with open(os.path.join(REPO_ROOT, "pyproject.toml"), "rb") as f:
+        scripts = tomllib.load(f)["project"]["scripts"]
+    modules = {}
+    for script, target in scripts.items():
+        module, _, function = target.partition(":")
+        assert function == "main", target
+        modules[script] = module
+    return modules
+
+
+def _defined_flags(module):
+    """The flag names `module` (a bert_tf.tools module) defines with flags.DEFINE_*."""
+    path = os.path.join(REPO_ROOT, *module.split(".")) + ".py"
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    return sorted(node.args[0].value for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr.startswith("DEFINE_") and node.args
+                  and isinstance(node.args[0], ast.Constant))
+
+
+def _run_all(commands, cwd):
+    """Runs the commands side by side (none imports TensorFlow): [(rc, stdout, stderr)]."""
+    procs = [subprocess.Popen(c, cwd=str(cwd), env=_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for c in commands]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        results.append((proc.returncode, out, err))
+    return results
+
+
+def test_one_naming_scheme_for_the_console_scripts():
+    scripts = _console_scripts()
+    assert "bert-run-classifier" in scripts and "bert-create-pretraining-data" in scripts
+    for script, module in scripts.items():
+        assert module == "bert_tf.tools." + script[len("bert-"):].replace("-", "_"), script
+    # Every tool of a clone's tools/ is a console script.
+    clone_tools = {os.path.splitext(os.path.basename(p))[0]
+                   for p in glob.glob(os.path.join(REPO_ROOT, "tools", "*.py"))} - {"_bootstrap"}
+    assert clone_tools <= {m.rpartition(".")[2] for m in scripts.values()}
+
+
+def test_console_scripts_and_python_m_show_the_tools_help(installed):
+    """`bert-<tool> --help` (the installed executable) and `python -m bert_tf.tools.<tool>
+    --help`: exit 0, the tool's docstring as usage and its own flags."""
+    _, python, work = installed
+    outside = work / "help"
+    outside.mkdir(exist_ok=True)
+    scripts = _console_scripts()
+    bin_dir = os.path.dirname(python)
+    missing = [s for s in scripts if not os.path.isfile(os.path.join(bin_dir, s))]
+    assert missing == [], "not installed as commands: %s" % missing
+    commands = [[os.path.join(bin_dir, script), "--help"] for script in scripts]
+    commands += [[python, "-m", module, "--help"] for module in scripts.values()]
+    results = _run_all(commands, outside)
+    for command, module, (rc, out, err) in zip(commands, list(scripts.values()) * 2, results):
+        shown = " ".join(os.path.basename(c) for c in command)
+        assert rc == 0, (shown, err[-3000:])
+        with open(os.path.join(REPO_ROOT, *module.split(".")) + ".py", encoding="utf-8") as f:
+            docstring = ast.get_docstring(ast.parse(f.read()))
+        assert docstring.splitlines()[0] in out, (shown, out[:500])
+        own_flags = _defined_flags(module)
+        assert own_flags, module
+        for name in own_flags:
+            assert re.search(r"^  --(\[no\])?%s\b" % re.escape(name), out, re.M), (shown, name)
+    run_classifier_help = results[list(scripts).index("bert-run-classifier")][1]
+    assert "--bert_config_file" in run_classifier_help
+    assert "--distribution_strategy" in run_classifier_help  # the shared scale-out flags too
+
+
+def _write_tiny_classification_task(directory):
+    """An MRPC-layout train.tsv, a vocab of its words, a tiny bert_config.json: the flags."""
+    from bert_tf.data import demo_corpus
+    from bert_tf.tokenization import BasicTokenizer
+    data_dir = os.path.join(str(directory), "MRPC")
+    demo_corpus.write_sentence_pair_task(
+        data_dir, sizes=(("train.tsv", 16),), max_words=12)
+    words = set()
+    tokenizer = BasicTokenizer(do_lower_case=True)
+    with open(os.path.join(data_dir, "train.tsv"), encoding="utf-8") as f:
+        words.update(tokenizer.tokenize(f.read()))
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(words)
+    with open(os.path.join(str(directory), "vocab.txt"), "w", encoding="utf-8") as f:
+        f.write("".join(t + "\n" for t in tokens))
+    config = {"vocab_size": len(tokens), "hidden_size": 32, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
+              "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+              "max_position_embeddings": 64, "type_vocab_size": 2, "initializer_range": 0.02}
+    with open(os.path.join(str(directory), "bert_config.json"), "w") as f:
+        json.dump(config, f)
+    return ["--task_name=MRPC", "--data_dir=MRPC", "--vocab_file=vocab.txt",
+            "--bert_config_file=bert_config.json", "--max_seq_length=32"]
+
+
+def test_installed_console_scripts_run_outside_the_clone(installed):
+    """`bert-create-pretraining-data` and `bert-run-classifier`, from a user's directory."""
+    _, python, work = installed
+    bin_dir = os.path.dirname(python)
+    outside = work / "console_user"
+    outside.mkdir(exist_ok=True)
+    (outside / "vocab.txt").write_text(
+        "".join(t + "\n" for t in "[PAD] [UNK] [CLS] [SEP] [MASK] the cat sat on mat a dog ran .".split()))
+    (outside / "corpus.txt").write_text(
+        "the cat sat on the mat.\na dog ran.\n\nthe dog sat.\nthe cat ran on a mat.\n")
+    rc, _, err = _run([os.path.join(bin_dir, "bert-create-pretraining-data"),
+                       "--input_file=corpus.txt", "--output_file=out.tfrecord",
+                       "--vocab_file=vocab.txt", "--max_seq_length=16",
+                       "--max_predictions_per_seq=3", "--dupe_factor=2"], outside)
+    assert rc == 0, err[-3000:]
+    wrote = re.search(r"Wrote (\d+) total instances", err)
+    assert wrote and int(wrote.group(1)) > 0 and (outside / "out.tfrecord").stat().st_size > 0
+
+    task = outside / "classifier"
+    task.mkdir(exist_ok=True)
+    flags = _write_tiny_classification_task(task)
+    rc, _, err = _run([os.path.join(bin_dir, "bert-run-classifier")] + flags + [
+        "--do_train=true", "--train_batch_size=8", "--num_train_epochs=1.0",
+        "--output_dir=output"], task)
+    assert rc == 0, err[-3000:]
+    # int(16 / 8 * 1.0) = 2 steps: the original's records and Google-format checkpoint.
+    assert (task / "output" / "train.tf_record").stat().st_size > 0
+    with open(task / "output" / "checkpoint") as f:
+        assert f.readline().strip() == 'model_checkpoint_path: "model.ckpt-2"'
+    assert (task / "output" / "model.ckpt-2.index").is_file()

@@ -26,16 +26,18 @@ LAYERS = (
     ("tokenization", ("bert_tf/tokenization/",)),
     ("modeling", ("bert_tf/modeling/",)),
     ("data", ("bert_tf/data/",)),
+    ("releases", ("bert_tf/releases.py",)),
     ("training", ("bert_tf/training/",)),
     ("tasks", ("bert_tf/tasks/",)),
     ("export", ("bert_tf/export/",)),
     ("pretrained", ("bert_tf/pretrained.py",)),
     ("models", ("bert_tf/models.py",)),
     ("runs", ("bert_tf/runs/",)),
-    ("tools", ("tools/",)),
+    ("tools", ("bert_tf/tools/",)),
+    ("clone scripts", ("tools/",)),
 )
-FLOOR = {"ground": 0, "tokenization": 1, "modeling": 2, "data": 3, "training": 4, "tasks": 5,
-         "export": 6, "pretrained": 6, "models": 6, "runs": 7, "tools": 8}
+FLOOR = {"ground": 0, "tokenization": 1, "modeling": 2, "data": 3, "releases": 3, "training": 4, "tasks": 5,
+         "export": 6, "pretrained": 6, "models": 6, "runs": 7, "tools": 8, "clone scripts": 9}
 
 
 def _python_files(root):
@@ -210,8 +212,9 @@ def test_no_import_through_importlib():
 
 
 def test_the_graph_is_no_deeper_than_the_floors():
-    """A tool, its run, a task model, BertModel, three layer modules, the ground: 8 levels."""
-    assert report()["depth"] <= 8
+    """A clone's script, its tool, its run, a task model, BertModel, three layer modules, the
+    ground: 9 levels."""
+    assert report()["depth"] <= 9
 
 
 # ----------------------------------------------------------------- WORKSPACE.md
@@ -254,6 +257,17 @@ def _workspace_tree():
     return paths
 
 
+def test_the_map_names_every_module_and_nothing_else():
+    """WORKSPACE.md's map lists every module of bert_tf/ and tools/, and no file that is not there."""
+    named = _workspace_tree()
+    # A package's __init__.py goes with its folder's line unless it has a line of its own.
+    unlisted = [path for path in _python_files(REPO_ROOT) if path not in named
+                and not (path.endswith("/__init__.py") and path[:-len("__init__.py")] in named)]
+    absent = [path for path in named if not os.path.exists(os.path.join(REPO_ROOT, path))]
+    assert not unlisted, "modules missing from WORKSPACE.md's map: %s" % unlisted
+    assert not absent, "WORKSPACE.md's map names files that do not exist: %s" % absent
+
+
 def test_workspace_floors_are_the_layers():
     layers = {}
     for name, prefixes in LAYERS:
@@ -294,20 +308,46 @@ def test_data_modules_that_load_tensorflow_are_the_ones_workspace_names():
                      "bert_tf/data/pretraining/beam.py"]
 
 
+def _module_level_bert_tf_imports(path):
+    """The bert_tf modules `path` imports at module level (`from bert_tf.runs import cli` ->
+    `bert_tf.runs.cli`)."""
+    with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.split(".")[0] == "bert_tf")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "bert_tf":
+            names.update(node.module + "." + a.name for a in node.names)
+    return names
+
+
 def test_tools_are_thin():
-    """A tool imports no other tool, only bert_tf's runs plumbing at module level, reads no
-    module of the library but the one it calls, and the library reads no flags."""
+    """A tool (`bert_tf/tools/<name>.py`) imports no other tool, only absl and bert_tf's runs
+    plumbing at module level, and reads no module of the library but the one it calls; a
+    clone's script (`tools/<name>.py`) imports `_bootstrap` and its own tool's `main`, nothing
+    else; the library reads no flags."""
     graph = import_graph()
+    tools = [p for p in graph if p.startswith("bert_tf/tools/") and not p.endswith("/__init__.py")]
+    assert tools, "no tool in bert_tf/tools/"
     for path, targets in graph.items():
         if path.startswith("tools/"):
-            assert [t for t in targets if t.startswith("tools/")] in ([], ["tools/_bootstrap.py"])
+            if path != "tools/_bootstrap.py":
+                tool = "bert_tf/" + path
+                assert tool in tools, "%s runs no tool of bert_tf/tools/" % path
+                assert targets == {"tools/_bootstrap.py", tool}, (path, targets)
+                assert _module_imports(path) == {"bert_tf"}, path  # `_bootstrap` in its try
+                assert _module_level_bert_tf_imports(path) == {
+                    tool[:-len(".py")].replace("/", ".") + ".main"}, path
+        elif path.startswith("bert_tf/tools/"):
+            assert [t for t in targets if t.startswith("bert_tf/tools/")
+                    and not t.endswith("/__init__.py")] == [], (path, targets)
+            heavy = _module_imports(path) - {"absl", "bert_tf", "json", "sys"}
+            assert heavy == set(), (path, heavy)
+            assert _module_level_bert_tf_imports(path) <= {"bert_tf.runs.cli"}, path
         else:
             with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
                 assert "absl import flags" not in f.read(), path
-    for path in _python_files(REPO_ROOT):
-        if path.startswith("tools/") and path != "tools/_bootstrap.py":
-            heavy = _module_imports(path) - {"_bootstrap", "absl", "bert_tf", "json", "sys"}
-            assert heavy == set(), (path, heavy)
 
 
 if __name__ == "__main__":

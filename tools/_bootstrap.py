@@ -1,10 +1,11 @@
 """What every tool does before it imports bert_tf (`import _bootstrap`, its first import).
 
 Run from a clone (`python tools/run_classifier.py ...`), a tool imports the
-clone's own `bert_tf`, ahead of any installed copy, and so do the processes it
-starts (Apache Beam's workers): the clone's root goes first on `sys.path` and
-on `PYTHONPATH`. A tool copied out of `tools/` (or run by `runpy`) finds no
-`_bootstrap` and uses the installed package.
+clone's own `bert_tf` (its `bert_tf.tools.<name>`), ahead of any installed
+copy, and so do the processes it starts (Apache Beam's workers): the clone's
+root goes first on `sys.path` and on `PYTHONPATH`. A tool copied out of
+`tools/` (or run by `runpy`) finds no `_bootstrap` and uses the installed
+package, as the installed console scripts (`bert-run-classifier`, ...) do.
 
 It also selects Keras' TensorFlow backend, unless the environment says
 otherwise. TensorFlow's own log lines are the runner's business

@@ -62,7 +62,7 @@ PYEOF
 echo "--- $OUT/pretraining_output/eval_results.txt"
 cat "$OUT/pretraining_output/eval_results.txt"
 
-step "5/7 extract_features from the pre-trained checkpoint"
+step "5/7 extract_features and show_attention from the pre-trained checkpoint"
 cat > "$OUT/input.txt" <<'TXT'
 The for statement is used to iterate over the elements of a sequence.
 Who writes the loop ? ||| The else clause is executed when the loop terminates.
@@ -82,6 +82,11 @@ for line in open(sys.argv[1]):
     print("  [CLS] layer %d: [%s, ...] (%d values)" % (
         first["index"], ", ".join("%.6f" % v for v in first["values"][:4]), len(first["values"])))
 PYEOF
+"$PY" tools/show_attention.py --text_a="The bank by the river was flooded" \
+  --output_file="$OUT/attention.html" --vocab_file="$OUT/vocab.txt" \
+  --bert_config_file="$OUT/bert_config.json" \
+  --init_checkpoint="$OUT/pretraining_output/model.ckpt-400"
+echo "--- $OUT/attention.html: every layer's and head's attention, open it in a browser"
 step "6/7 run_classifier: fine-tune the pre-trained model on a sentence-pair task (MRPC layout)"
 "$PY" -c "from bert_tf.data.demo_corpus import write_sentence_pair_task as w; print('examples per file:', w('$OUT/pairs'))"
 "$PY" tools/run_classifier.py --task_name=MRPC --do_train=true --do_eval=true \

@@ -53,6 +53,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf import locks
+from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.data import classifier_data
 from bert_tf.errors import UserError
@@ -452,8 +453,11 @@ def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkp
     """
     phases = PhaseLog("export")
     fileio.check_writable(export_dir, "export_dir")
+    # A release's name (uncased_L-12_H-768_A-12) is its file in the cache.
+    vocab_file = releases.resolve_file(vocab_file, "vocab_file")
+    init_checkpoint = releases.resolve_file(init_checkpoint, "init_checkpoint")
     if isinstance(config, (str, os.PathLike)):
-        bert_config_file = os.fspath(config)
+        bert_config_file = releases.resolve_file(config, "bert_config_file")
         config = BertConfig.from_json_file(bert_config_file)
     if fmt not in FORMATS:
         raise UserError("--format must be one of %s, got %r" % ("|".join(FORMATS), fmt))

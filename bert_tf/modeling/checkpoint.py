@@ -118,9 +118,12 @@ def tf1_name(variable):
     `bert/encoder/layer_0/attention/self/query/kernel` stays as is;
     `pretrainer/cls/predictions/output_bias` becomes `cls/predictions/output_bias`;
     `classifier/output_weights` becomes `output_weights` (the original's
-    classifier head is unscoped).
+    classifier head is unscoped). A `tf.Variable` (e.g. of a loaded TF Hub
+    SavedModel) has no `path`: its `name` without the ":0" is used.
     """
-    path = variable if isinstance(variable, str) else variable.path
+    path = variable if isinstance(variable, str) else getattr(variable, "path", None)
+    if path is None:
+        path = variable.name
     path = re.sub(r":\d+$", "", path)
     parts = path.split("/")
     for i, part in enumerate(parts):
@@ -465,7 +468,9 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
         if variable.dtype in ("bfloat16", "float16"):  # an inference model's kernels
             variable.assign(tf.cast(values[name], variable.dtype))
         else:
-            variable.assign(values[name].astype(variable.dtype))
+            # np.dtype of a Keras dtype string, or of a tf.Variable's tf.DType.
+            variable.assign(values[name].astype(
+                getattr(variable.dtype, "as_numpy_dtype", variable.dtype)))
     for key, slot in slot_assignments:
         slot.assign(values[key].astype(slot.dtype))
 
@@ -597,9 +602,14 @@ def expected_tf1_variables(config, heads=False, head=None, num_labels=None):
 
     Written from the original's scopes (not from our layers), so it can check
     them. With `heads`, the pre-training heads `cls/*` are included; `head`
-    adds one head of `HEADS` ("classifier" needs `num_labels`).
+    adds one head of `HEADS` ("classifier" needs `num_labels`). A layer with
+    pruned heads (`config.pruned_heads`) has their query, key and value
+    columns and their `attention/output/dense/kernel` rows removed: [D, n*H],
+    [n*H] and [n*H, D] for its n kept heads of size H.
     """
     d, i, v = config.hidden_size, config.intermediate_size, config.vocab_size
+    size_per_head = d // config.num_attention_heads
+    pruned_heads = getattr(config, "pruned_heads", None) or {}
     names = collections.OrderedDict()
     names["bert/embeddings/word_embeddings"] = (v, d)
     names["bert/embeddings/token_type_embeddings"] = (config.type_vocab_size, d)
@@ -608,10 +618,11 @@ def expected_tf1_variables(config, heads=False, head=None, num_labels=None):
     names["bert/embeddings/LayerNorm/gamma"] = (d,)
     for layer in range(config.num_hidden_layers):
         prefix = "bert/encoder/layer_%d/" % layer
+        a = d - size_per_head * len(pruned_heads.get(layer, ()))  # the kept heads' width
         for proj in ("query", "key", "value"):
-            names[prefix + "attention/self/%s/kernel" % proj] = (d, d)
-            names[prefix + "attention/self/%s/bias" % proj] = (d,)
-        names[prefix + "attention/output/dense/kernel"] = (d, d)
+            names[prefix + "attention/self/%s/kernel" % proj] = (d, a)
+            names[prefix + "attention/self/%s/bias" % proj] = (a,)
+        names[prefix + "attention/output/dense/kernel"] = (a, d)
         names[prefix + "attention/output/dense/bias"] = (d,)
         names[prefix + "attention/output/LayerNorm/beta"] = (d,)
         names[prefix + "attention/output/LayerNorm/gamma"] = (d,)

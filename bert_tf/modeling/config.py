@@ -29,6 +29,11 @@ _INT_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_he
              "intermediate_size", "max_position_embeddings", "type_vocab_size")
 _FLOAT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range")
 
+# Written only by a pruned model (`BertModel.prune_heads`): {"layer": [heads]}.
+PRUNED_HEADS_KEY = "pruned_heads"
+# Written only when True (`BertModel`'s `gradient_checkpointing`): a training option.
+GRADIENT_CHECKPOINTING_KEY = "gradient_checkpointing"
+
 
 class BertConfig(object):
     """Configuration for `BertModel`, with the original's fields and defaults.
@@ -54,6 +59,14 @@ class BertConfig(object):
     As in the original, `from_dict` keeps unknown keys as attributes (the
     Chinese and multilingual configs carry `pooler_*` and `directionality`), and
     a missing key keeps the constructor default.
+
+    `pruned_heads` ({layer index: sorted original head indices}, empty unless
+    `BertModel.prune_heads` removed some) is not one of the 11 keys: it is
+    written to JSON only when non-empty (as `"pruned_heads": {"0": [1, 3]}`),
+    so every released bert_config.json round-trips unchanged.
+
+    `gradient_checkpointing` (False unless set; see `BertModel`) is likewise
+    not one of the 11 keys: a training option, written to JSON only when True.
     """
 
     def __init__(self,
@@ -88,7 +101,8 @@ class BertConfig(object):
         config = BertConfig(vocab_size=None)
         unknown = []
         for key, value in json_object.items():
-            if key not in CONFIG_KEYS:
+            if key not in CONFIG_KEYS and key not in (PRUNED_HEADS_KEY,
+                                                      GRADIENT_CHECKPOINTING_KEY):
                 unknown.append(key)
             config.__dict__[key] = value
         if unknown:
@@ -109,6 +123,62 @@ class BertConfig(object):
             raise UserError("bert_config_file %s: not valid JSON (%s)" % (json_file, e))
         return cls.from_dict(data, source=json_file)
 
+    @property
+    def pruned_heads(self):
+        """{layer index: sorted list of original head indices} removed by pruning ({} if none)."""
+        raw = self.__dict__.get(PRUNED_HEADS_KEY) or {}
+        if not isinstance(raw, dict):
+            return raw  # validate() names it
+        return {int(layer): sorted(int(h) for h in heads) for layer, heads in raw.items()}
+
+    @pruned_heads.setter
+    def pruned_heads(self, value):
+        value = {int(layer): sorted(int(h) for h in heads)
+                 for layer, heads in (value or {}).items() if heads}
+        if value:
+            self.__dict__[PRUNED_HEADS_KEY] = {str(layer): value[layer] for layer in sorted(value)}
+        else:
+            self.__dict__.pop(PRUNED_HEADS_KEY, None)
+
+    @property
+    def gradient_checkpointing(self):
+        """Whether `BertModel` recomputes each encoder layer in the backward pass (False)."""
+        return self.__dict__.get(GRADIENT_CHECKPOINTING_KEY, False)
+
+    @gradient_checkpointing.setter
+    def gradient_checkpointing(self, value):
+        if value:
+            self.__dict__[GRADIENT_CHECKPOINTING_KEY] = True
+        else:
+            self.__dict__.pop(GRADIENT_CHECKPOINTING_KEY, None)
+
+    def _validate_pruned_heads(self, source):
+        raw = self.__dict__.get(PRUNED_HEADS_KEY)
+        if raw is None:
+            return
+        where = "%s: key \"%s\"" % (source, PRUNED_HEADS_KEY)
+        if not isinstance(raw, dict):
+            raise UserError("%s must be an object {layer: [heads]}, got %r" % (where, raw))
+        for layer, heads in raw.items():
+            try:
+                index = int(layer)
+            except (TypeError, ValueError):
+                index = -1
+            if not 0 <= index < self.num_hidden_layers:
+                raise UserError("%s: layer %r is not in [0, %d)"
+                                % (where, layer, self.num_hidden_layers))
+            if (not isinstance(heads, (list, tuple)) or
+                    any(isinstance(h, bool) or not isinstance(h, int) for h in heads)):
+                raise UserError("%s: layer %s must list head indices, got %r"
+                                % (where, layer, heads))
+            for head in heads:
+                if not 0 <= head < self.num_attention_heads:
+                    raise UserError("%s: layer %s head %d is not in [0, %d)"
+                                    % (where, layer, head, self.num_attention_heads))
+            if len(set(heads)) >= self.num_attention_heads:
+                raise UserError("%s: layer %s prunes all %d heads (at least one must stay)"
+                                % (where, layer, self.num_attention_heads))
+
     def validate(self, source="bert_config"):
         """Raises `UserError` naming the key if a value cannot build a model."""
         if self.vocab_size is None:
@@ -128,6 +198,10 @@ class BertConfig(object):
             raise UserError(
                 "%s: hidden_size (%d) is not a multiple of num_attention_heads (%d)"
                 % (source, self.hidden_size, self.num_attention_heads))
+        self._validate_pruned_heads(source)
+        if not isinstance(self.gradient_checkpointing, bool):
+            raise UserError("%s: key \"%s\" must be true or false, got %r"
+                            % (source, GRADIENT_CHECKPOINTING_KEY, self.gradient_checkpointing))
         from bert_tf.modeling import activations  # pylint: disable=g-import-not-at-top (loads Keras)
         try:
             activations.get_activation(self.hidden_act)

@@ -1,8 +1,10 @@
 """The tools' plumbing: their runner and the flags the training tools share.
 
-The tools in `tools/` parse flags, check them, and make one call into
-`bert_tf.runs` (or another library entry point); `run(main)` turns a
-`UserError` into one line and exit status 2. The flags are defined by the
+The tools (`bert_tf.tools.<name>`: the console scripts `bert-<name>`,
+`python -m bert_tf.tools.<name>`, and `python tools/<name>.py` in a clone)
+parse flags, check them, and make one call into `bert_tf.runs` (or another
+library entry point); `run(main, tool)` turns a `UserError` into one line and
+exit status 2. The flags are defined by the
 tools that call `define_*` (never at import: the library reads no flags), and
 `scale_out_from_flags` hands their values to the library as a
 `bert_tf.training.scale_out.ScaleOut`.
@@ -18,16 +20,27 @@ from bert_tf.errors import UserError
 from bert_tf.runs import tf_logs
 
 
-def run(main):
+def run(main, tool=None):
     """Runs `main` under `absl.app.run`; a `UserError` becomes one line and exit 2.
 
-    Anything else (a bug) keeps its traceback. Before `main` (and so before
-    TensorFlow loads), `bert_tf.runs.tf_logs.configure` sets up the logs:
-    bert_tf's INFO progress without TensorFlow's internals; absl's
-    `--verbosity=1` shows everything, `--verbosity=-1` warnings and errors only.
+    Anything else (a bug) keeps its traceback; help (`--help`, `--helpfull`)
+    exits 0. Before `main` (and so before TensorFlow loads),
+    `bert_tf.runs.tf_logs.configure` sets up the logs: bert_tf's INFO progress
+    without TensorFlow's internals; absl's `--verbosity=1` shows everything,
+    `--verbosity=-1` warnings and errors only.
+
+    `tool` is the name of the tool's module (its `__name__`). absl's `--help`
+    prints the `__main__` module's docstring and the flags that module
+    defines; whatever the `__main__` module is (a console script, a clone's
+    `tools/<name>.py`), the tool's docstring and flags stand in for its own.
     """
+    if tool is not None:
+        _present_as_main(sys.modules[tool])
+
+    started = []
 
     def _wrapped(argv):
+        started.append(True)
         # absl's own --verbosity (-v), which app.run has just parsed: present or not, since
         # its default (-1) is also a value a user may pass.
         verbosity = logging.FLAGS["verbosity"]
@@ -42,7 +55,39 @@ def run(main):
             sys.stderr.flush()
             os._exit(2)  # no traceback, no atexit noise from TensorFlow
 
-    app.run(_wrapped)
+    try:
+        app.run(_wrapped)
+    except SystemExit as e:
+        # absl exits 1 after --help (and --helpfull, --helpshort, --helpxml); help that was
+        # asked for is a success.
+        if e.code == 1 and not started and _asks_for_help(sys.argv[1:]):
+            raise SystemExit(0) from None
+        raise
+
+
+_HELP_FLAGS = ("-?", "--help", "--helpshort", "--helpfull", "--helpxml")
+
+
+def _asks_for_help(args):
+    """Whether absl's flags in `args` (those before a `--`) ask for help."""
+    for arg in args:
+        if arg == "--":
+            return False
+        name, _, value = arg.partition("=")
+        if name in _HELP_FLAGS and value.lower() not in ("false", "f", "0"):
+            return True
+    return False
+
+
+def _present_as_main(module):
+    """`module`'s docstring and key flags as those of `__main__` (`--help`'s usage and flags)."""
+    main_module = sys.modules.get("__main__")
+    if main_module is None or main_module is module:
+        return  # `python -m bert_tf.tools.<name>`: the tool is `__main__` already
+    main_module.__doc__ = module.__doc__
+    flag_values = logging.FLAGS  # absl's FLAGS; the tool has defined its flags into it
+    for flag in flag_values.get_key_flags_for_module(module.__name__):
+        flag_values.register_key_flag_for_module(sys.argv[0], flag)
 
 
 def split_comma_list(value):
@@ -81,8 +126,66 @@ def define_tpu_flags(flags):
         "ignored with a warning: the TPU strategy uses every core of the TPU.")
 
 
+def define_classifier_flags(flags):
+    """run_classifier's flags that run_classifier_with_tfhub shares: the task, data and schedule.
+
+    Same names, types, defaults and help as the original's; each tool adds
+    its model's own (run_classifier: bert_config_file, vocab_file,
+    init_checkpoint, do_lower_case; run_classifier_with_tfhub:
+    bert_hub_module_handle), the TPU flags and the scale-out flags.
+    """
+    flags.DEFINE_string(
+        "data_dir", None,
+        "The input data dir. Should contain the .tsv files (or other data files) "
+        "for the task.")
+    flags.DEFINE_string("task_name", None, "The name of the task to train.")
+    flags.DEFINE_string(
+        "output_dir", None,
+        "The output directory where the model checkpoints will be written.")
+    flags.DEFINE_integer(
+        "max_seq_length", 128,
+        "The maximum total input sequence length after WordPiece tokenization. "
+        "Sequences longer than this will be truncated, and sequences shorter "
+        "than this will be padded.")
+    flags.DEFINE_bool("do_train", False, "Whether to run training.")
+    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+    flags.DEFINE_bool(
+        "do_predict", False,
+        "Whether to run the model in inference mode on the test set.")
+    flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+    flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+    flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+    flags.DEFINE_float("num_train_epochs", 3.0,
+                       "Total number of training epochs to perform.")
+    flags.DEFINE_float(
+        "warmup_proportion", 0.1,
+        "Proportion of training to perform linear learning rate warmup for. "
+        "E.g., 0.1 = 10% of training.")
+    flags.DEFINE_integer("save_checkpoints_steps", 1000,
+                         "How often to save the model checkpoint.")
+    flags.DEFINE_integer("iterations_per_loop", 1000,
+                         "How many steps to make in each estimator call (here: in "
+                         "each tf.function call, on every device).")
+
+
+def classifier_run_options(flag_values):
+    """The keyword arguments both classifier runs take, from their flags (`scale_out` too).
+
+    Every flag of `define_classifier_flags` but data_dir, task_name and
+    output_dir (the runs' positional arguments).
+    """
+    options = {name: getattr(flag_values, name) for name in (
+        "max_seq_length", "do_train", "do_eval", "do_predict", "train_batch_size",
+        "eval_batch_size", "predict_batch_size", "learning_rate", "num_train_epochs",
+        "warmup_proportion", "save_checkpoints_steps", "iterations_per_loop")}
+    options["scale_out"] = scale_out_from_flags(flag_values)
+    return options
+
+
 def define_scale_out_flags(flags):
-    """The new flags every training tool shares: strategy, XLA, precision, accumulation."""
+    """The new flags every training tool shares: strategy, XLA, precision, accumulation,
+    recomputation."""
     flags.DEFINE_enum(
         "distribution_strategy", None,
         ["off", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
@@ -108,6 +211,10 @@ def define_scale_out_flags(flags):
     flags.DEFINE_integer("log_steps", 100,
                          "Log progress (steps/s, examples/s, ETA) and write summaries at "
                          "least every this many steps.")
+    flags.DEFINE_bool("gradient_checkpointing", False,
+                      "Recompute each Transformer layer's activations in the backward pass "
+                      "instead of keeping them: less memory (a larger batch or a longer "
+                      "sequence), about a third more compute per step; the same gradients.")
 
 
 def scale_out_from_flags(flag_values):

@@ -11,6 +11,7 @@ import logging as std_logging
 
 from bert_tf import fileio
 from bert_tf import locks
+from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.data.pretraining import checks
 from bert_tf.data.pretraining import create
@@ -64,6 +65,8 @@ def create_pretraining_data(input_file, output_file, vocab_file, do_lower_case=T
     for name in output_files:
         if name:  # an empty name gets its own error below
             fileio.check_writable(name, "output_file", directory=False)
+    # A release's name (uncased_L-12_H-768_A-12) is its vocab.txt in the cache.
+    vocab_file = releases.resolve_file(vocab_file, "vocab_file")
     input_files = reading.expand_input_patterns(input_file.split(","))
     # One run per output: a second one on the same files refuses while this
     # one lives (the lock is `<first output file>.lock`; runs writing other

@@ -15,6 +15,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf import locks
+from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.data import text_features
 from bert_tf.errors import UserError
@@ -203,6 +204,10 @@ def extract_features(input_file, output_file, bert_config_file, init_checkpoint,
       UserError: one line naming the flag or file at fault.
     """
     fileio.check_writable(output_file, "output_file", directory=False)
+    # A release's name (uncased_L-12_H-768_A-12) is its file in the cache.
+    bert_config_file = releases.resolve_file(bert_config_file, "bert_config_file")
+    vocab_file = releases.resolve_file(vocab_file, "vocab_file")
+    init_checkpoint = releases.resolve_file(init_checkpoint, "init_checkpoint")
     bert_config = BertConfig.from_json_file(bert_config_file)
     bert_config.check_max_seq_length(max_seq_length, bert_config_file)
     tokenization.check_vocab(vocab_file, bert_config, bert_config_file)

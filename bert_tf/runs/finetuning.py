@@ -1,22 +1,30 @@
-"""What the two fine-tuning runs share (`run_classifier`, `run_squad`).
+"""What the fine-tuning runs share (`run_classifier`, `run_classifier_with_tfhub`, `run_squad`).
 
 The original's `main()`s computed the schedule from the number of training
 examples, wrote the features to TFRecords in `output_dir`, and handed an
 `input_fn` to the Estimator. These helpers do the same for a `Trainer`.
 `check_start_checkpoint` (run_pretraining's too) refuses a config that is not
-the checkpoint's before the run writes anything.
+the checkpoint's before the run writes anything. `classifier_examples` and
+`train_evaluate_predict_classifier` are the two classifier runs' common
+course: the same records, schedule, optimizer and output files, whatever
+model the task builds.
 """
 
 import math
+import os
 
 import numpy as np
 from absl import logging
 
 from bert_tf import fileio
+from bert_tf import locks
+from bert_tf.data import classifier_data
 from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint
+from bert_tf.training import distribute
 from bert_tf.training import output_dir as output_dir_lib
+from bert_tf.training.trainer import Trainer
 
 
 def check_start_checkpoint(bert_config, output_dir, init_checkpoint, head=None,
@@ -112,3 +120,111 @@ def write_test_results(output_predict_file, predictions, is_regression=False):
     lines = ["\t".join(str(np.float32(p)) for p in row) + "\n" for row in rows]
     fileio.write_text(output_predict_file, "".join(lines))
     return len(lines)
+
+
+def classifier_examples(processor, data_dir, do_train=False, do_eval=False, do_predict=False):
+    """{"train" | "eval" | "predict": examples} of the splits a classifier run asks for.
+
+    Read before any TensorFlow op, so a bad file fails fast.
+    """
+    examples = {}
+    if do_train:
+        examples["train"] = processor.get_train_examples(data_dir)
+    if do_eval:
+        examples["eval"] = processor.get_dev_examples(data_dir)
+    if do_predict:
+        examples["predict"] = processor.get_test_examples(data_dir)
+    return examples
+
+
+def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, output_dir, tool,
+                                      max_seq_length, train_batch_size, eval_batch_size,
+                                      predict_batch_size, learning_rate, num_train_epochs,
+                                      warmup_proportion, save_checkpoints_steps,
+                                      iterations_per_loop, scale_out, init_checkpoint=None):
+    """The original `run_classifier.main`'s course, for any classification task model.
+
+    Writes `train.tf_record`, `eval.tf_record` and `predict.tf_record` in
+    `output_dir`, trains (`model.ckpt-<step>`), evaluates (`eval_results.txt`)
+    and predicts (`test_results.tsv`) what `examples` holds, with a `Trainer`
+    under the strategy of `scale_out`.
+
+    Args:
+      task: a `ClassifierTask` (its `build_model` runs under the strategy's scope).
+      examples: `classifier_examples`'s dict.
+      tokenizer: a `FullTokenizer`; label_list: the processor's labels.
+      output_dir: the run's directory; tool: the run's name, for its lock.
+      max_seq_length ... iterations_per_loop: the original's flags.
+      scale_out: a `ScaleOut`.
+      init_checkpoint: a Google-format checkpoint to start from, or None.
+
+    Returns:
+      dict with the eval results (key "eval") and the predictions ("predict")
+      for what ran.
+    """
+    is_regression = task.is_regression
+    # A failure before training, evaluation or prediction produce anything
+    # removes the records this run wrote (and output_dir, if it made it). The
+    # lock (the chief's) keeps a second run off output_dir while this one lives.
+    with fileio.InputFiles(output_dir) as inputs, locks.OutputLock(
+            output_dir, tool, enabled=distribute.will_be_chief(scale_out.strategy_name())):
+        # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
+        strategy = scale_out.create_strategy()
+        trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
+        inputs.enabled = trainer.is_chief
+
+        spec = classifier_data.name_to_features(max_seq_length, is_regression)
+        limits = record_limits(task, max_seq_length,
+                               num_labels=None if is_regression else len(label_list))
+        results = {}
+
+        def write_records(name, split_examples):
+            path = inputs.add(os.path.join(output_dir, name))
+            classifier_data.file_based_convert_examples_to_features(
+                split_examples, label_list, max_seq_length, tokenizer, path,
+                is_regression=is_regression)
+            return path
+
+        if "train" in examples:
+            train_examples = examples["train"]
+            num_train_steps, num_warmup_steps = train_schedule(
+                len(train_examples), train_batch_size, num_train_epochs, warmup_proportion)
+            train_file = write_records("train.tf_record", train_examples)
+            log_run("Running training", num_examples=len(train_examples),
+                    batch_size=train_batch_size, num_steps=num_train_steps)
+            trainer.train(train_dataset_fn(train_file, spec, train_batch_size, limits),
+                          train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
+                          init_checkpoint=init_checkpoint,
+                          save_checkpoints_steps=save_checkpoints_steps,
+                          iterations_per_loop=iterations_per_loop,
+                          **scale_out.train_options())
+
+        def finite_input(name, split_examples, batch_size, title):
+            """Writes `name` and returns a FiniteInput over it, logged as the original logs."""
+            path = write_records(name, split_examples)
+            data = input_pipeline.finite_records_input(path, spec, len(split_examples), batch_size,
+                                                       limits=limits)
+            log_run(title, num_examples="%d (%d actual, %d padding)" % (
+                len(split_examples) + data.num_padding_examples, len(split_examples),
+                data.num_padding_examples), batch_size=batch_size)
+            return data
+
+        if "eval" in examples:
+            data = finite_input("eval.tf_record", examples["eval"], eval_batch_size,
+                                "Running evaluation")
+            eval_results = trainer.evaluate(data, eval_batch_size, init_checkpoint=init_checkpoint)
+            if trainer.is_chief:
+                output_dir_lib.write_eval_results(eval_results,
+                                                  os.path.join(output_dir, "eval_results.txt"))
+            results["eval"] = eval_results
+
+        if "predict" in examples:
+            data = finite_input("predict.tf_record", examples["predict"], predict_batch_size,
+                                "Running prediction")
+            predictions = trainer.predict(data, init_checkpoint=init_checkpoint)
+            if trainer.is_chief:
+                path = os.path.join(output_dir, "test_results.tsv")
+                count = write_test_results(path, predictions, is_regression)
+                logging.info("Wrote %d predictions to %s", count, path)
+            results["predict"] = predictions
+        return results

@@ -17,6 +17,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf import locks
+from bert_tf import releases
 from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
@@ -59,7 +60,11 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
     # before TensorFlow runs any op.
     strategy = scale_out.create_strategy()
 
+    # A release's name (uncased_L-12_H-768_A-12) is its file in the cache.
+    bert_config_file = releases.resolve_file(bert_config_file, "bert_config_file")
+    init_checkpoint = releases.resolve_file(init_checkpoint, "init_checkpoint")
     bert_config = BertConfig.from_json_file(bert_config_file)
+    scale_out.configure_model(bert_config)  # --gradient_checkpointing
     # The config against the checkpoint (its index alone), before anything is written.
     finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint,
                                       head="pretraining")

@@ -17,6 +17,7 @@ import random
 
 from bert_tf import fileio
 from bert_tf import locks
+from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.data import input_pipeline
 from bert_tf.data import squad_data
@@ -77,7 +78,12 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
     Raises:
       UserError: one line naming the flag, file or variable at fault.
     """
+    # A release's name (uncased_L-12_H-768_A-12) is its file in the cache.
+    bert_config_file = releases.resolve_file(bert_config_file, "bert_config_file")
+    vocab_file = releases.resolve_file(vocab_file, "vocab_file")
+    init_checkpoint = releases.resolve_file(init_checkpoint, "init_checkpoint")
     bert_config = BertConfig.from_json_file(bert_config_file)
+    scale_out.configure_model(bert_config)  # --gradient_checkpointing
     validate_flags_or_throw(bert_config, bert_config_file, do_lower_case, init_checkpoint,
                             do_train, train_file, do_predict, predict_file, max_seq_length,
                             max_query_length, doc_stride, n_best_size, max_answer_length,

@@ -58,6 +58,8 @@ class BertClassifier(TaskModel, keras.Model):
         string Tensor [batch_size], `(text_a, text_b)`, or a dict with
         `text_a` (and `text_b`).
       training: Python bool; dropout only when True.
+      head_mask, output_attentions: as `BertModel`'s; with
+        `output_attentions=True` the dict also holds `attentions`.
 
     Returns:
       dict: `logits` float32 [batch_size, num_labels], `pooled_output`.
@@ -106,10 +108,12 @@ class BertClassifier(TaskModel, keras.Model):
         self.classifier = ClassifierHead(self.num_labels, config.hidden_size, name="classifier")
         self.build()
 
-    def call(self, features, training=None):
-        _, outputs = self.backbone(features, training)
+    def call(self, features, training=None, head_mask=None, output_attentions=False):
+        _, outputs = self.backbone(features, training, head_mask=head_mask,
+                                   output_attentions=output_attentions)
         logits = self.classifier(outputs["pooled_output"], training=training)
-        return {"logits": logits, "pooled_output": outputs["pooled_output"]}
+        return self._with_attentions(
+            {"logits": logits, "pooled_output": outputs["pooled_output"]}, outputs)
 
     def make_task(self):
         return ClassifierTask(self.config, self.num_labels, is_regression=self.is_regression)

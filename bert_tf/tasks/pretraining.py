@@ -23,6 +23,7 @@ import tensorflow as tf
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
 from bert_tf.modeling.heads import BertPretrainingHeads
+from bert_tf.modeling.layers.embeddings import replace_weight
 from bert_tf.tasks.base import Task
 from bert_tf.tasks.base import num_examples
 from bert_tf.tasks.base import safe_div
@@ -52,6 +53,8 @@ class BertPretrainer(TaskModel, keras.Model):
         [batch_size, seq_length] and `masked_lm_positions`
         [batch_size, max_predictions_per_seq].
       training: Python bool; dropout only when True (the original's `is_training`).
+      head_mask, output_attentions: as `BertModel`'s; with
+        `output_attentions=True` the dict also holds `attentions`.
 
     Returns:
       dict: `masked_lm_logits` float32 [batch_size, max_predictions_per_seq,
@@ -79,20 +82,43 @@ class BertPretrainer(TaskModel, keras.Model):
         self.cls = BertPretrainingHeads(config)
         self.build()
 
-    def call(self, features, training=None):
-        features, outputs = self.backbone(features, training)
+    def call(self, features, training=None, head_mask=None, output_attentions=False):
+        features, outputs = self.backbone(features, training, head_mask=head_mask,
+                                          output_attentions=output_attentions)
         masked_lm_logits, next_sentence_logits = self.cls(
             outputs["sequence_output"], outputs["pooled_output"],
             features["masked_lm_positions"], self.bert.embedding_table)
-        return {
+        return self._with_attentions({
             "masked_lm_logits": masked_lm_logits,
             "next_sentence_logits": next_sentence_logits,
             "sequence_output": outputs["sequence_output"],
             "pooled_output": outputs["pooled_output"],
-        }
+        }, outputs)
 
     def make_task(self):
         return PretrainingTask(self.config)
+
+    def resize_token_embeddings(self, new_vocab_size):
+        """`BertModel.resize_token_embeddings`, and the masked-LM head's output bias with it.
+
+        `cls/predictions/output_bias` [vocab_size] keeps its first min(old, new)
+        entries; new entries are zeros (as the original initializes it). Resize
+        before `compile`. Returns the new `word_embeddings` variable.
+        """
+        table = self.bert.resize_token_embeddings(new_vocab_size)
+        head = self.cls.masked_lm
+        old = head.output_bias
+        if new_vocab_size <= old.shape[0]:
+            bias = old[:new_vocab_size]
+        else:
+            bias = tf.concat([tf.convert_to_tensor(old),
+                              tf.zeros([new_vocab_size - old.shape[0]], old.dtype)], axis=0)
+        replace_weight(head, "output_bias", bias)
+        head.vocab_size = new_vocab_size
+        for attr in ("train_function", "test_function", "predict_function"):
+            if getattr(self, attr, None) is not None:
+                setattr(self, attr, None)
+        return table
 
     def get_config(self):
         config = super().get_config()

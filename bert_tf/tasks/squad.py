@@ -35,6 +35,8 @@ class BertSquad(TaskModel, keras.Model):
       features: dict with int32 Tensors `input_ids`, `input_mask`,
         `segment_ids` [batch_size, seq_length].
       training: Python bool; dropout only when True.
+      head_mask, output_attentions: as `BertModel`'s; with
+        `output_attentions=True` the dict also holds `attentions`.
 
     Returns:
       dict: `start_logits`, `end_logits` float32 [batch_size, seq_length].
@@ -58,10 +60,12 @@ class BertSquad(TaskModel, keras.Model):
         self.cls = SquadHead(config.hidden_size, name="cls")
         self.build()
 
-    def call(self, features, training=None):
-        _, outputs = self.backbone(features, training)
+    def call(self, features, training=None, head_mask=None, output_attentions=False):
+        _, outputs = self.backbone(features, training, head_mask=head_mask,
+                                   output_attentions=output_attentions)
         start_logits, end_logits = self.cls(outputs["sequence_output"])
-        return {"start_logits": start_logits, "end_logits": end_logits}
+        return self._with_attentions(
+            {"start_logits": start_logits, "end_logits": end_logits}, outputs)
 
     def make_task(self):
         return SquadTask(self.config)

@@ -124,15 +124,43 @@ class TaskModel(object):
         # Every weight is made by the constructors (a checkpoint loads before any call).
         self.built = True
 
-    def backbone(self, features, training=None):
+    def backbone(self, features, training=None, **bert_kwargs):
         """(`features` as a dict, `self.bert`'s outputs on them): what every head starts from.
 
         Raw text goes through the preprocessor first (`model_inputs`).
+        `bert_kwargs` (`head_mask`, `output_attentions`) go to `self.bert`
+        when given, and so do the features `inputs_embeds` (instead of
+        `input_ids`) and `position_ids`.
         """
         features = self.model_inputs(features)
-        outputs = self.bert(features["input_ids"], input_mask=features["input_mask"],
-                            token_type_ids=features["segment_ids"], training=training)
+        bert_kwargs = {k: v for k, v in bert_kwargs.items()
+                       if not (v is None or (k == "output_attentions" and not v))}
+        # Embeddings in and positions in, as features: `inputs_embeds` instead of `input_ids`.
+        for key in ("inputs_embeds", "position_ids"):
+            if features.get(key) is not None:
+                bert_kwargs[key] = features[key]
+        outputs = self.bert(features.get("input_ids"), input_mask=features.get("input_mask"),
+                            token_type_ids=features.get("segment_ids"), training=training,
+                            **bert_kwargs)
         return features, outputs
+
+    def prune_heads(self, heads_to_prune):
+        """`self.bert.prune_heads`: removes attention heads for good (see `BertModel.prune_heads`).
+
+        The model's `config` (the backbone's) records them in `pruned_heads`.
+        """
+        self.bert.prune_heads(heads_to_prune)
+        self.config = self.bert.config
+        for attr in ("train_function", "test_function", "predict_function"):
+            if getattr(self, attr, None) is not None:
+                setattr(self, attr, None)
+
+    @staticmethod
+    def _with_attentions(result, outputs):
+        # The backbone's `attentions`, when it returned them.
+        if "attentions" in outputs:
+            result["attentions"] = outputs["attentions"]
+        return result
 
     def _task_model_state(self):
         state = self.__dict__.get("_task_model_state_")
@@ -153,7 +181,7 @@ class TaskModel(object):
 
     def model_inputs(self, x):
         """`x` as a dict of features: a dict is copied; raw text goes through the preprocessor."""
-        if isinstance(x, dict) and "input_ids" in x:
+        if isinstance(x, dict) and ("input_ids" in x or "inputs_embeds" in x):
             return dict(x)
         preprocessor = getattr(self, "preprocessor", None)
         if preprocessor is None:

@@ -2,7 +2,9 @@
 
   full_tokenizer   FullTokenizer, BasicTokenizer, WordpieceTokenizer and the
                    vocab helpers: the original `tokenization.py`, token for
-                   token, in pure Python (no TensorFlow).
+                   token, in pure Python (no TensorFlow); FullTokenizer's
+                   `encode` / batched call / `decode` and `build_pair_features`
+                   (the original's `[CLS] a [SEP] b [SEP]` features).
   graph_tokenizer  GraphTokenizer: the same tokens as core TensorFlow ops
                    (SavedModels, tf.data), tables built from full_tokenizer's
                    own predicates.
@@ -14,9 +16,12 @@ names are here, as in the original (`tokenization.FullTokenizer(vocab_file,
 do_lower_case)`); importing this package does not import TensorFlow.
 """
 
+from bert_tf.tokenization.full_tokenizer import SPECIAL_TOKENS  # noqa: F401
 from bert_tf.tokenization.full_tokenizer import BasicTokenizer  # noqa: F401
 from bert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: F401
+from bert_tf.tokenization.full_tokenizer import PairFeatures  # noqa: F401
 from bert_tf.tokenization.full_tokenizer import WordpieceTokenizer  # noqa: F401
+from bert_tf.tokenization.full_tokenizer import build_pair_features  # noqa: F401
 from bert_tf.tokenization.full_tokenizer import check_vocab  # noqa: F401
 from bert_tf.tokenization.full_tokenizer import convert_by_vocab  # noqa: F401
 from bert_tf.tokenization.full_tokenizer import convert_ids_to_tokens  # noqa: F401
@@ -24,5 +29,6 @@ from bert_tf.tokenization.full_tokenizer import convert_to_unicode  # noqa: F401
 from bert_tf.tokenization.full_tokenizer import convert_tokens_to_ids  # noqa: F401
 from bert_tf.tokenization.full_tokenizer import load_vocab  # noqa: F401
 from bert_tf.tokenization.full_tokenizer import printable_text  # noqa: F401
+from bert_tf.tokenization.full_tokenizer import truncate_seq_pair  # noqa: F401
 from bert_tf.tokenization.full_tokenizer import validate_case_matches_checkpoint  # noqa: F401
 from bert_tf.tokenization.full_tokenizer import whitespace_tokenize  # noqa: F401

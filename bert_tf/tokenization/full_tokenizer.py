@@ -22,6 +22,19 @@ Pipeline (same steps, same order as the original):
                                   longer than 200 characters, or one with an
                                   unmatchable rest, is a single "[UNK]"
 
+Model inputs and text (additions, with Hugging Face `BertTokenizer`'s names).
+`FullTokenizer.encode(text_a, text_b, max_seq_length)` gives the features of
+the original's `convert_single_example` (`build_pair_features`, their one
+home: `bert_tf.data.text_features` imports it); `FullTokenizer(...)(texts,
+text_pair, padding=, truncation=, max_length=, return_tensors=)` a batch of
+them as lists, NumPy or TensorFlow (imported only then); `decode(ids)` and
+`convert_tokens_to_string(tokens)` write text back as Hugging Face
+tokenizers' WordPiece decoder does; `never_split=` keeps given tokens whole,
+the rule of `preserve_unused_tokens` for any tokens. Where the ids differ
+from Hugging Face tokenizers' `BertWordPieceTokenizer` (the original's
+200-character words, Python's Unicode tables, the tie of `truncate_seq_pair`,
+...), the original wins: tests/test_tokenizer_api.py pins each case.
+
 Speed. The original classifies every character with a Python function call.
 Here each per-character step is a `str.translate` over a memo table that is
 filled on first sight of a code point from the very same predicates
@@ -78,6 +91,16 @@ _WHITESPACE_CONTROLS = ("\t", "\n", "\r")
 
 # pip's `preserve_token` regex for `[unusedN]` vocab entries.
 _UNUSED_TOKEN_RE = re.compile("^\\[unused\\d+\\]$")
+
+# The tokens that `decode(..., skip_special_tokens=True)` leaves out: the
+# reserved tokens of every BERT vocab (Hugging Face's special tokens).
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+# Hugging Face tokenizers' WordPiece decoder (`cleanup=True`) makes these
+# replacements in each token after it has put a " " before it.
+_DECODE_CLEANUP = (
+    (" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+    (" 'm", "'m"), (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
 # Default bound on the per-word WordPiece memo (entries, not bytes).
 _DEFAULT_WORDPIECE_CACHE_SIZE = 1 << 17
@@ -392,6 +415,138 @@ def _unused_tokens(vocab, preserve_unused_tokens):
     return frozenset(t for t in vocab if _UNUSED_TOKEN_RE.search(t))
 
 
+def _never_split_tokens(never_split):
+    """`never_split` as a frozenset; a token that can never be one word of a text is refused.
+
+    A text is split into words at whitespace after `_clean_text` and
+    `_tokenize_chinese_chars`, so a token with whitespace, a control
+    character or a CJK character can never be one of its words.
+    """
+    if never_split is None:
+        return frozenset()
+    if isinstance(never_split, (str, bytes)):
+        raise UserError("never_split must be a list of tokens, not the string %r"
+                        % (never_split,))
+    tokens = frozenset(never_split)
+    for token in sorted(tokens, key=repr):
+        if not isinstance(token, str) or token.translate(
+                _CLEAN_AND_CHINESE_TABLE).split() != [token]:
+            raise UserError("never_split token %r can never be a word of a text (it is "
+                            "empty or holds whitespace, a control or a CJK character)"
+                            % (token,))
+    return tokens
+
+
+def _wordpiece_decoder_cleanup(piece):
+    """The clean-up of Hugging Face tokenizers' WordPiece decoder, on one piece (see `decode`)."""
+    for dirty, clean in _DECODE_CLEANUP:
+        piece = piece.replace(dirty, clean)
+    return piece
+
+
+# ---------------------------------------------------------------------------
+# Features: [CLS] a [SEP] b [SEP] (original: `convert_single_example`'s core)
+# ---------------------------------------------------------------------------
+
+# tokens: list of str (with [CLS]/[SEP]); input_ids, input_mask, segment_ids:
+# lists of int (zero padded to max_seq_length when one is given).
+PairFeatures = collections.namedtuple(
+    "PairFeatures", ["tokens", "input_ids", "input_mask", "segment_ids"])
+
+
+def truncate_seq_pair(tokens_a, tokens_b, max_length):
+    """Truncates a sequence pair in place to the maximum length (original: `_truncate_seq_pair`).
+
+    This is a simple heuristic which will always truncate the longer sequence
+    one token at a time (from its end; on a tie, `tokens_b`). This makes more
+    sense than truncating an equal percent of tokens from each, since if one
+    sequence is very short then each token that's truncated likely contains
+    more information than a longer sequence.
+    """
+    while len(tokens_a) + len(tokens_b) > max_length:
+        if len(tokens_a) > len(tokens_b):
+            tokens_a.pop()
+        else:
+            tokens_b.pop()
+
+
+def pad_features(features, length):
+    """`features` with `input_ids`, `input_mask`, `segment_ids` zero-padded to `length`."""
+    padding = [0] * (length - len(features.input_ids))
+    return features._replace(input_ids=features.input_ids + padding,
+                             input_mask=features.input_mask + padding,
+                             segment_ids=features.segment_ids + padding)
+
+
+def build_pair_features(tokens_a, tokens_b, max_seq_length, tokenizer, padding=True):
+    """Builds the features of one (pair of) tokenized text(s), as the original's classifier.
+
+    The one home of the original's sentence(-pair) features, which it built
+    in three places (`run_classifier.convert_single_example`,
+    `extract_features.convert_examples_to_features`, the Colab's
+    `input_fn_builder`); `bert_tf.data.text_features` and
+    `FullTokenizer.encode` / `__call__` use it.
+
+    Args:
+      tokens_a: list of str WordPiece tokens of the first segment (not modified).
+      tokens_b: list of str tokens of the second segment, or None / [] for a
+        single segment (the original tests `if tokens_b`, so an empty second
+        text gives a single-segment example).
+      max_seq_length: int >= 2 (>= 3 for a pair), or None: no truncation and
+        no padding.
+      tokenizer: has `convert_tokens_to_ids(tokens)`.
+      padding: zero-pad to max_seq_length (the original); False leaves the
+        features at their own length.
+
+    Returns:
+      `PairFeatures`: `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]` after
+      truncation (pairs: `truncate_seq_pair` to max_seq_length - 3, and a b
+      truncated to nothing gets no [SEP] of its own; single: the first
+      max_seq_length - 2 tokens), segment ids 0 up to the first `[SEP]` and 1
+      after, `input_mask` 1 for real tokens, and `input_ids`, `input_mask`,
+      `segment_ids` zero-padded to max_seq_length.
+
+    Raises:
+      UserError: max_seq_length leaves no room for [CLS] and the [SEP]s.
+    """
+    tokens_a = list(tokens_a)
+    tokens_b = list(tokens_b) if tokens_b else None
+    if max_seq_length is not None:
+        if max_seq_length < (3 if tokens_b else 2):
+            raise UserError("max_seq_length %d is too short for [CLS] a [SEP]%s"
+                            % (max_seq_length, " b [SEP]" if tokens_b else ""))
+        if tokens_b:
+            # Modifies `tokens_a` and `tokens_b` in place so that the total
+            # length is less than the specified length.
+            # Account for [CLS], [SEP], [SEP] with "- 3"
+            truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+        elif len(tokens_a) > max_seq_length - 2:
+            # Account for [CLS] and [SEP] with "- 2"
+            tokens_a = tokens_a[0:(max_seq_length - 2)]
+
+    # The convention in BERT is:
+    # (a) For sequence pairs:
+    #  tokens:   [CLS] is this jack ##son ##ville ? [SEP] no it is not . [SEP]
+    #  type_ids: 0     0  0    0    0     0       0 0     1  1  1  1   1 1
+    # (b) For single sequences:
+    #  tokens:   [CLS] the dog is hairy . [SEP]
+    #  type_ids: 0     0   0   0  0     0 0
+    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
+    segment_ids = [0] * len(tokens)
+    if tokens_b:
+        tokens += tokens_b + ["[SEP]"]
+        segment_ids += [1] * (len(tokens_b) + 1)
+    input_ids = list(tokenizer.convert_tokens_to_ids(tokens))
+    # The mask has 1 for real tokens and 0 for padding tokens. Only real
+    # tokens are attended to.
+    input_mask = [1] * len(input_ids)
+    features = PairFeatures(tokens, input_ids, input_mask, segment_ids)
+    if max_seq_length is not None and padding:
+        features = pad_features(features, max_seq_length)
+        assert len(features.input_ids) == max_seq_length
+    return features
+
+
 # ---------------------------------------------------------------------------
 # Tokenizers
 # ---------------------------------------------------------------------------
@@ -400,15 +555,26 @@ def _unused_tokens(vocab, preserve_unused_tokens):
 class FullTokenizer(object):
     """Runs end-to-end tokenization: BasicTokenizer, then WordPiece.
 
+    Besides the original's `tokenize`, `convert_tokens_to_ids` and
+    `convert_ids_to_tokens` (unchanged), it builds model inputs and reads them
+    back, with Hugging Face `BertTokenizer`'s names:
+
+      encode(text_a, text_b, max_seq_length)   one example's features, as the
+                                               original's `convert_single_example`
+      tokenizer(texts, text_pair, padding=, truncation=, max_length=,
+                return_tensors=)               a batch of them (NumPy or TF)
+      decode(ids), convert_tokens_to_string    ids / tokens back to text
+
     Attributes:
       vocab: OrderedDict token -> id (see `load_vocab`).
       inv_vocab: dict id -> token.
       basic_tokenizer: the `BasicTokenizer`.
       wordpiece_tokenizer: the `WordpieceTokenizer`.
+      never_split: frozenset of the tokens kept whole (see `__init__`).
     """
 
     def __init__(self, vocab_file, do_lower_case=True,
-                 preserve_unused_tokens=False):
+                 preserve_unused_tokens=False, never_split=None):
         """Builds the tokenizer.
 
         Args:
@@ -417,15 +583,32 @@ class FullTokenizer(object):
           preserve_unused_tokens: keep `[unusedN]` vocab entries typed in the
             text as single tokens. Port note: pip reads this from the absl
             flag `--preserve_unused_tokens`; here it is an argument.
+          never_split: (optional) list of vocab tokens that, when a word of the
+            text (between whitespace) is one of them exactly, is kept whole:
+            not lower-cased, not split on punctuation, not split into word
+            pieces (e.g. `["[MASK]"]`). The same rule as
+            `preserve_unused_tokens`, for any tokens (Hugging Face's
+            `BertTokenizer(never_split=...)`).
+
+        Raises:
+          UserError: the vocab file cannot be read, or a `never_split` token
+            is not in it or can never be a word of a text.
         """
         self.vocab = load_vocab(vocab_file)
         self.inv_vocab = {v: k for k, v in self.vocab.items()}
         self.preserve_unused_tokens = preserve_unused_tokens
+        self.never_split = _never_split_tokens(never_split)
+        for token in sorted(self.never_split):
+            if token not in self.vocab:
+                raise UserError("never_split token %r is not in the vocab_file %s"
+                                % (token, vocab_file))
         self.basic_tokenizer = BasicTokenizer(
             do_lower_case=do_lower_case, vocab=self.vocab,
-            preserve_unused_tokens=preserve_unused_tokens)
+            preserve_unused_tokens=preserve_unused_tokens,
+            never_split=self.never_split)
         self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
-        self._preserved = _unused_tokens(self.vocab, preserve_unused_tokens)
+        self._preserved = (_unused_tokens(self.vocab, preserve_unused_tokens)
+                           | self.never_split)
 
     def tokenize(self, text):
         """Tokenizes str (or utf-8 bytes) `text` into a list of WordPiece strings."""
@@ -449,12 +632,197 @@ class FullTokenizer(object):
     def convert_ids_to_tokens(self, ids):
         return convert_by_vocab(self.inv_vocab, ids)
 
+    # -- model inputs --------------------------------------------------------
+
+    def _features(self, text_a, text_b, max_seq_length, padding=True):
+        tokens_a = self.tokenize(text_a)
+        # As `convert_single_example`: an empty second text is no second
+        # segment, and neither is one that tokenizes to nothing.
+        tokens_b = self.tokenize(text_b) if text_b else None
+        return build_pair_features(tokens_a, tokens_b, max_seq_length, self, padding)
+
+    def encode(self, text_a, text_b=None, max_seq_length=None):
+        """The model inputs of one text or text pair, as the original's classifier builds them.
+
+        `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`: exactly the features of
+        `run_classifier.convert_single_example` (see `build_pair_features`).
+
+        Args:
+          text_a: str (or utf-8 bytes), the first text.
+          text_b: (optional) the second text; None, "" or a text that
+            tokenizes to nothing gives a single-segment example.
+          max_seq_length: (optional) int: truncate as the original (pairs: the
+            longer segment loses its last token first, on a tie b; single: the
+            first max_seq_length - 2 tokens) and zero-pad to this length.
+            None: neither truncate nor pad.
+
+        Returns:
+          dict with `input_ids`, `input_mask`, `segment_ids`: lists of int.
+
+        Raises:
+          UserError: max_seq_length is too short for [CLS] and the [SEP]s.
+        """
+        features = self._features(text_a, text_b, max_seq_length)
+        return {"input_ids": features.input_ids, "input_mask": features.input_mask,
+                "segment_ids": features.segment_ids}
+
+    def __call__(self, text, text_pair=None, padding=False, truncation=False,
+                 max_length=None, return_tensors=None):
+        """Model inputs of a text or a batch of texts, with Hugging Face's arguments.
+
+        Each example is `encode`'s (the original's features); the arguments
+        choose truncation and padding as in Hugging Face's
+        `tokenizer(text, text_pair=..., padding=..., truncation=...,
+        max_length=..., return_tensors=...)`.
+        `tokenizer(texts_a, texts_b, padding="max_length", truncation=True,
+        max_length=128)` gives, row by row, `convert_single_example`'s
+        features.
+
+        Args:
+          text: a str (one example) or a list of str (a batch).
+          text_pair: (optional) the second texts: a str with a str `text`, a
+            list as long as `text` with a list. A second text that is empty or
+            tokenizes to nothing gives a single-segment example, as in the
+            original.
+          padding: False or "do_not_pad": no padding; True or "longest": zero-pad
+            to the longest example of the batch; "max_length": zero-pad to
+            `max_length`.
+          truncation: False or "do_not_truncate": none; True or
+            "longest_first": the original's truncation to `max_length`
+            (`truncate_seq_pair`).
+          max_length: int; needed by `truncation` and `padding="max_length"`.
+          return_tensors: None: lists of int (a list of lists for a batch);
+            "np": int32 NumPy arrays [batch_size, seq_length]; "tf": int32
+            `tf.Tensor`s of that shape (TensorFlow is imported then). A str
+            `text` is a batch of one with "np" and "tf".
+
+        Returns:
+          dict with `input_ids`, `input_mask` (Hugging Face's `attention_mask`)
+          and `segment_ids` (Hugging Face's `token_type_ids`), the names
+          bert_tf's models take.
+
+        Raises:
+          UserError: an argument that is not one of the above, `max_length`
+            missing or too short, texts and pairs of different lengths, or
+            examples of different lengths with return_tensors but no padding.
+        """
+        if padding in (True, "longest"):
+            padding = "longest"
+        elif padding in (False, None, "do_not_pad"):
+            padding = None
+        elif padding != "max_length":
+            raise UserError("padding=%r: use False, True ('longest') or 'max_length'" % (padding,))
+        if truncation in (True, "longest_first"):
+            truncation = True
+        elif truncation in (False, None, "do_not_truncate"):
+            truncation = False
+        else:
+            raise UserError("truncation=%r: use False or True ('longest_first', the original's "
+                            "truncate_seq_pair)" % (truncation,))
+        if return_tensors not in (None, "np", "tf"):
+            raise UserError("return_tensors=%r: use None (lists), 'np' or 'tf'" % (return_tensors,))
+        if max_length is None and (truncation or padding == "max_length"):
+            raise UserError("%s needs max_length" % (
+                "truncation=True" if truncation else "padding='max_length'"))
+
+        single = isinstance(text, (str, bytes))
+        if single:
+            texts_a = [text]
+            if text_pair is not None and not isinstance(text_pair, (str, bytes)):
+                raise UserError("text_pair must be a str when text is a str")
+            texts_b = None if text_pair is None else [text_pair]
+        else:
+            texts_a = list(text)
+            if text_pair is None:
+                texts_b = None
+            elif isinstance(text_pair, (str, bytes)):
+                raise UserError("text_pair must be a list of texts when text is a list")
+            else:
+                texts_b = list(text_pair)
+                if len(texts_b) != len(texts_a):
+                    raise UserError("text has %d texts but text_pair has %d"
+                                    % (len(texts_a), len(texts_b)))
+        rows = [self._features(a, None if texts_b is None else texts_b[i],
+                               max_length if truncation else None, padding=False)
+                for i, a in enumerate(texts_a)]
+        if padding == "longest":
+            longest = max((len(row.input_ids) for row in rows), default=0)
+            rows = [pad_features(row, longest) for row in rows]
+        elif padding == "max_length":
+            rows = [pad_features(row, max_length) for row in rows]
+        keys = ("input_ids", "input_mask", "segment_ids")
+        if return_tensors is None:
+            if single:
+                return {key: getattr(rows[0], key) for key in keys}
+            return {key: [getattr(row, key) for row in rows] for key in keys}
+        lengths = sorted(set(len(row.input_ids) for row in rows))
+        if len(lengths) > 1:
+            raise UserError("return_tensors=%r needs examples of one length (they have %d to "
+                            "%d tokens): pass padding=True or padding='max_length'"
+                            % (return_tensors, lengths[0], lengths[-1]))
+        import numpy as np  # pylint: disable=g-import-not-at-top
+        arrays = {key: np.array([getattr(row, key) for row in rows], np.int32).reshape(
+            len(rows), lengths[0] if rows else 0) for key in keys}
+        if return_tensors == "tf":
+            import tensorflow as tf  # pylint: disable=g-import-not-at-top
+            return {key: tf.constant(value) for key, value in arrays.items()}
+        return arrays
+
+    # -- back to text --------------------------------------------------------
+
+    def convert_tokens_to_string(self, tokens):
+        """Joins WordPiece tokens into text: " " between tokens, none before a `##` piece.
+
+        `["un", "##aff", "##able", "!"]` gives "unaffable !" (Hugging Face's
+        `BertTokenizer.convert_tokens_to_string`). Tokenization is lossy, so
+        this is not the original text: it is lower-cased and without accents
+        for an uncased model, has a space on each side of punctuation and
+        "[UNK]" for unknown words.
+        """
+        return self._join(tokens, cleanup=False)
+
+    def decode(self, ids, skip_special_tokens=False, clean_up_tokenization_spaces=True):
+        """The text of token ids, as Hugging Face tokenizers' BERT decoder writes it.
+
+        `convert_ids_to_tokens`, then `convert_tokens_to_string`, and with
+        `clean_up_tokenization_spaces` the clean-up of Hugging Face tokenizers'
+        WordPiece decoder: no space before ".", "?", "!" and ",". Its other
+        rules (" n't", " 's", ...) look at one token at a time, so they never
+        apply to BERT's tokens: "don ' t" stays as it is.
+
+        Args:
+          ids: a sequence of int (a list, a 1-D NumPy array or tf.Tensor).
+          skip_special_tokens: leave out `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]`,
+            `[MASK]` (Hugging Face's special tokens of a BERT vocab).
+          clean_up_tokenization_spaces: see above.
+
+        Returns:
+          str.
+
+        Raises:
+          KeyError: an id that is not in the vocab (as `convert_ids_to_tokens`).
+        """
+        tokens = self.convert_ids_to_tokens([int(i) for i in ids])
+        if skip_special_tokens:
+            tokens = [token for token in tokens if token not in SPECIAL_TOKENS]
+        return self._join(tokens, cleanup=clean_up_tokenization_spaces)
+
+    def _join(self, tokens, cleanup):
+        # Hugging Face tokenizers' WordPiece decoder: each token but the first
+        # loses a leading "##" or gains a leading " ", then is cleaned up.
+        pieces = []
+        for i, token in enumerate(tokens):
+            if i:
+                token = token[2:] if token.startswith("##") else " " + token
+            pieces.append(_wordpiece_decoder_cleanup(token) if cleanup else token)
+        return "".join(pieces)
+
 
 class BasicTokenizer(object):
     """Runs basic tokenization (punctuation splitting, lower casing, etc.)."""
 
     def __init__(self, do_lower_case=True, vocab=(),
-                 preserve_unused_tokens=False):
+                 preserve_unused_tokens=False, never_split=None):
         """Constructs a BasicTokenizer.
 
         Args:
@@ -462,11 +830,15 @@ class BasicTokenizer(object):
           vocab: A container of tokens; with `preserve_unused_tokens`, its
             `[unusedN]` entries are not mutated during tokenization.
           preserve_unused_tokens: see `FullTokenizer`.
+          never_split: (optional) list of tokens not mutated during
+            tokenization either (see `FullTokenizer`; here they need not be
+            in `vocab`).
         """
         self.do_lower_case = do_lower_case
         self.vocab = vocab
         self.preserve_unused_tokens = preserve_unused_tokens
-        self._preserved = _unused_tokens(vocab, preserve_unused_tokens)
+        self.never_split = _never_split_tokens(never_split)
+        self._preserved = _unused_tokens(vocab, preserve_unused_tokens) | self.never_split
 
     def tokenize(self, text):
         """Tokenizes a piece of text into a list of str tokens.

@@ -414,6 +414,11 @@ def _local_copy(variable, device_variable):
                 break
         else:
             return None
+    # A variable of a loaded SavedModel (a TF Hub encoder's) is no CompositeTensor:
+    # handed to the compiled update inside a traced step, it would be captured by
+    # that trace (which fails once the variable is gone); it goes values in, values out.
+    if not isinstance(variable, tf.__internal__.CompositeTensor):
+        return None
     return variable if isinstance(variable, tf.Variable) else None
 
 

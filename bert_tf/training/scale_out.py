@@ -2,11 +2,12 @@
 
 `ScaleOut` holds what the training tools' new flags say (`--distribution_strategy`,
 `--num_gpus`, `--use_xla`, `--mixed_precision`, `--num_accumulation_steps`,
-`--optimizer_type`, `--log_steps`) and the original's TPU flags (`--use_tpu`,
-`--tpu_name`, `--tpu_zone`, `--gcp_project`, `--master`, `--num_tpu_cores`),
-and makes what they ask for: the `tf.distribute.Strategy` (`create_strategy`,
-before any TensorFlow op runs: MultiWorkerMirroredStrategy needs that), and
-the arguments of the `Trainer` under it and of its `train`. The runs
+`--optimizer_type`, `--log_steps`, `--gradient_checkpointing`) and the original's
+TPU flags (`--use_tpu`, `--tpu_name`, `--tpu_zone`, `--gcp_project`, `--master`,
+`--num_tpu_cores`), and makes what they ask for: the `tf.distribute.Strategy`
+(`create_strategy`, before any TensorFlow op runs: MultiWorkerMirroredStrategy
+needs that), the arguments of the `Trainer` under it and of its `train`, and
+the model options of the config (`configure_model`). The runs
 (`bert_tf.runs`) take one; the tools build it from their flags
 (`bert_tf.runs.cli.scale_out_from_flags`).
 
@@ -42,6 +43,8 @@ class ScaleOut(object):
       num_accumulation_steps: micro-batches per replica and update.
       optimizer_type: "adamw" (the original's) | "lamb".
       log_steps: log progress and write summaries at least this often.
+      gradient_checkpointing: recompute each encoder layer's activations in the
+        backward pass (`BertModel`'s option; see `configure_model`).
     """
 
     distribution_strategy: Optional[str] = None
@@ -57,6 +60,7 @@ class ScaleOut(object):
     num_accumulation_steps: int = 1
     optimizer_type: str = "adamw"
     log_steps: int = LOG_STEPS
+    gradient_checkpointing: bool = False
 
     def strategy_name(self):
         """The strategy asked for: tpu with --use_tpu, mirrored with --num_gpus > 1, one_device
@@ -89,6 +93,14 @@ class ScaleOut(object):
         """The keyword arguments of `Trainer` these options set (precision, XLA, logging)."""
         return {"mixed_precision": self.mixed_precision, "use_xla": self.use_xla,
                 "log_steps": self.log_steps}
+
+    def configure_model(self, bert_config):
+        """`bert_config` with the model options these flags set (`gradient_checkpointing`)."""
+        bert_config.gradient_checkpointing = self.gradient_checkpointing
+        if self.gradient_checkpointing:
+            logging.info("Each encoder layer is recomputed in the backward pass "
+                         "(--gradient_checkpointing)")
+        return bert_config
 
     def train_options(self):
         """The keyword arguments of `Trainer.train` these options set."""

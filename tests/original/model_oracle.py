@@ -13,6 +13,8 @@ Usage:
 
 INPUTS_NPZ holds input_ids, input_mask, token_type_ids and, with heads,
 masked_lm_positions, masked_lm_ids, masked_lm_weights, next_sentence_labels.
+With `attentions` (either mode), OUT_NPZ also holds `attention_probs_<i>`: the
+graph's `bert/encoder/layer_<i>/attention/self/Softmax` tensor, fetched by name.
 """
 
 from tests.original import shim  # noqa: F401  (must come first)
@@ -27,7 +29,7 @@ from bert import run_pretraining
 tf = shim.tf1
 
 
-def _build(config_file, inputs, heads):
+def _build(config_file, inputs, heads, attentions=False):
     config = modeling.BertConfig.from_json_file(config_file)
     ph = {k: tf.constant(v) for k, v in inputs.items()}
     model = modeling.BertModel(
@@ -42,6 +44,9 @@ def _build(config_file, inputs, heads):
     }
     for i, layer in enumerate(model.get_all_encoder_layers()):
         fetches["layer_%d" % i] = layer
+        if attentions:
+            fetches["attention_probs_%d" % i] = tf.get_default_graph().get_tensor_by_name(
+                "bert/encoder/layer_%d/attention/self/Softmax:0" % i)
     loss = None
     if heads:
         (mlm_loss, mlm_example_loss, mlm_log_probs) = run_pretraining.get_masked_lm_output(
@@ -72,7 +77,7 @@ def main(argv):
         raise SystemExit("unknown mode %s" % mode)
     inputs = dict(np.load(inputs_npz))
     heads = "heads" in flags
-    fetches, loss = _build(config_file, inputs, heads)
+    fetches, loss = _build(config_file, inputs, heads, "attentions" in flags)
     if mode == "save" and "optimizer" in flags:
         # Creates adam_m/adam_v slots and global_step exactly as the original.
         optimization.create_optimizer(loss, 1e-4, 10, 1, False)

@@ -13,7 +13,16 @@ as Keras's.
 Port note: the random stream differs from the original's anyway (TF1's
 stateful generator cannot be reproduced); the kept fraction is the original's
 to within 1 / 131072.
+
+Recomputation (`gradient_checkpointing`) runs a layer's forward pass twice,
+the second time in the backward pass. Each `Dropout` draws its seed from its
+own seed generator once per call, so the recomputing caller draws the seeds
+first (`draw_seeds`) and runs both passes under `replay_seeds`: the same masks
+in both, and the same masks as without recomputation.
 """
+
+import contextlib
+import threading
 
 from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 import keras
@@ -74,4 +83,38 @@ class Dropout(keras.layers.Dropout):
     def call(self, inputs, training=False):
         if not training or self.rate <= 0 or self.noise_shape is not None:
             return super().call(inputs, training=training)
-        return dropout(inputs, self.rate, self.seed_generator.next())
+        seed = self.__dict__.get("_replayed_seeds", {}).get(threading.get_ident())
+        if seed is None:
+            seed = self.seed_generator.next()
+        return dropout(inputs, self.rate, seed)
+
+
+def draw_seeds(layers, training):
+    """One seed per `Dropout` of `layers` that would draw one in a call with `training`.
+
+    Each is what the layer's own call would draw (its seed generator moves on as
+    in that call); None for a layer that draws none (not training, rate 0, or
+    a `noise_shape`: Keras's own dropout).
+    """
+    return [layer.seed_generator.next()
+            if training and layer.rate > 0 and layer.noise_shape is None else None
+            for layer in layers]
+
+
+@contextlib.contextmanager
+def replay_seeds(layers, seeds):
+    """Within: each `Dropout` of `layers` drops with its seed of `seeds` (see `draw_seeds`).
+
+    Each layer must be called at most once within (a second call would repeat
+    its mask). Per thread: the replicas of a `tf.distribute` strategy trace in
+    threads of their own, each with its own seeds.
+    """
+    thread = threading.get_ident()
+    for layer, seed in zip(layers, seeds):
+        # In the instance's __dict__: Keras tracks nothing of it.
+        layer.__dict__.setdefault("_replayed_seeds", {})[thread] = seed
+    try:
+        yield
+    finally:
+        for layer in layers:
+            layer.__dict__["_replayed_seeds"].pop(thread, None)

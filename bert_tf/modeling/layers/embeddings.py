@@ -4,6 +4,7 @@ from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before ker
 import keras
 from keras import ops
 
+from bert_tf.errors import UserError
 from bert_tf.modeling.layers.dropout import Dropout
 from bert_tf.modeling.layers.initializers import create_initializer
 from bert_tf.modeling.layers.initializers import float32_variables_dtype
@@ -21,14 +22,27 @@ class BertEmbeddings(keras.layers.Layer):
       LayerNorm/beta [hidden_size], LayerNorm/gamma [hidden_size]
 
     Call args:
-      input_ids: int32 Tensor of shape [batch_size, seq_length].
-      token_type_ids: int32 Tensor of shape [batch_size, seq_length].
+      input_ids: int32 Tensor of shape [batch_size, seq_length] (or None with
+        `inputs_embeds`).
+      token_type_ids: (optional) int32 Tensor of shape [batch_size, seq_length];
+        defaults to all zeros.
       training: Python bool; dropout is applied only when True.
+      inputs_embeds: (optional, instead of `input_ids`) float Tensor of shape
+        [batch_size, seq_length, hidden_size]: the word embeddings themselves,
+        in place of the lookup (new, as Hugging Face's `inputs_embeds`).
+      position_ids: (optional) int Tensor of shape [batch_size, seq_length] or
+        [seq_length]: the rows of `position_embeddings` to add. Default: 0 ..
+        seq_length - 1, the original's (the table's first seq_length rows).
 
     Returns:
       (embedding_output, word_embedding_output), both float Tensors of shape
       [batch_size, seq_length, hidden_size]; the first is after the adds,
-      LayerNorm and dropout, the second is the word lookup alone.
+      LayerNorm and dropout, the second is the word lookup alone (or
+      `inputs_embeds`).
+
+    Raises:
+      UserError: both or neither of `input_ids` and `inputs_embeds`, or an
+        `inputs_embeds` whose shape is not [batch_size, seq_length, hidden_size].
     """
 
     def __init__(self, vocab_size, hidden_size=768, type_vocab_size=16,
@@ -67,28 +81,77 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, input_ids, token_type_ids, training=None):
-        seq_length = input_ids.shape[1]
+    def call(self, input_ids=None, token_type_ids=None, training=None, inputs_embeds=None,
+             position_ids=None):
+        if (input_ids is None) == (inputs_embeds is None):
+            raise call_error("pass exactly one of input_ids and inputs_embeds, got %s"
+                             % ("both" if input_ids is not None else "neither"))
+        if inputs_embeds is not None:
+            inputs_embeds = ops.convert_to_tensor(inputs_embeds)
+            self.check_inputs_embeds(inputs_embeds)
+            ids_shape = ops.shape(inputs_embeds)[:2]
+            seq_length = inputs_embeds.shape[1]
+        else:
+            seq_length = input_ids.shape[1]
         if seq_length is not None and seq_length > self.max_position_embeddings:
             raise ValueError(
                 "The sequence length (%d) cannot be greater than max_position_embeddings (%d)"
                 % (seq_length, self.max_position_embeddings))
-        word_embedding_output = ops.take(self.word_embeddings, input_ids, axis=0)  # [B, S, D]
+        if inputs_embeds is None:
+            word_embedding_output = ops.take(self.word_embeddings, input_ids, axis=0)  # [B, S, D]
+        else:
+            word_embedding_output = ops.cast(inputs_embeds, self.word_embeddings.dtype)
+        if token_type_ids is None:
+            token_type_ids = (ops.zeros_like(input_ids) if input_ids is not None
+                              else ops.zeros(ids_shape, "int32"))
         # The original looks token types up as one_hot @ table (so an id >=
         # type_vocab_size gives a zero embedding rather than an error); so do we.
         token_type_one_hot = ops.one_hot(token_type_ids, self.type_vocab_size,
                                          dtype=self.word_embeddings.dtype)  # [B, S, type_vocab]
         output = word_embedding_output + ops.matmul(token_type_one_hot, self.token_type_embeddings)
-        if seq_length is None:
-            seq_length = ops.shape(input_ids)[1]
-        # Positions are always 0..seq_length-1, padding or not.
-        position = ops.slice(self.position_embeddings, (0, 0), (seq_length, self.hidden_size))
-        output = output + ops.expand_dims(position, 0)  # [B, S, D] + [1, S, D]
+        if position_ids is None:
+            if seq_length is None:
+                seq_length = ops.shape(word_embedding_output)[1]
+            # Positions are always 0..seq_length-1, padding or not.
+            position = ops.slice(self.position_embeddings, (0, 0), (seq_length, self.hidden_size))
+            output = output + ops.expand_dims(position, 0)  # [B, S, D] + [1, S, D]
+        else:
+            position = ops.take(self.position_embeddings, position_ids, axis=0)
+            if len(position.shape) == 2:
+                position = ops.expand_dims(position, 0)  # [S, D] -> [1, S, D]
+            output = output + position
         output = self.layer_norm(output)
         output = self.dropout(output, training=training)
         return output, ops.cast(word_embedding_output, self.compute_dtype)
 
-    def compute_output_shape(self, input_ids_shape, token_type_ids_shape=None):
+    def check_inputs_embeds(self, inputs_embeds):
+        """Raises `UserError` unless `inputs_embeds` is [batch_size, seq_length, hidden_size]."""
+        shape = tuple(inputs_embeds.shape)
+        if len(shape) != 3 or shape[-1] not in (None, self.hidden_size):
+            raise call_error(
+                "inputs_embeds: expected shape [batch_size, seq_length, %d] (hidden_size %d), "
+                "got %s" % (self.hidden_size, self.hidden_size,
+                            [None if d is None else int(d) for d in shape]))
+
+    def set_word_embeddings(self, table):
+        """Replaces `word_embeddings` by `table` [new_vocab_size, hidden_size] (any vocab size).
+
+        The new variable keeps the old one's path (`.../embeddings/word_embeddings`,
+        its TF1 name) and its place among the layer's weights; `vocab_size` follows.
+        """
+        table = ops.convert_to_tensor(table)
+        shape = tuple(table.shape)
+        if len(shape) != 2 or shape[1] != self.hidden_size or not shape[0]:
+            raise UserError(
+                "set_input_embeddings: expected a table of shape [vocab_size, %d] "
+                "(hidden_size %d), got %s" % (self.hidden_size, self.hidden_size, list(shape)))
+        replace_weight(self, "word_embeddings", table)
+        self.vocab_size = int(shape[0])
+
+    def compute_output_shape(self, input_ids_shape=None, token_type_ids_shape=None,
+                             inputs_embeds_shape=None, position_ids_shape=None):
+        if input_ids_shape is None:
+            input_ids_shape = tuple(inputs_embeds_shape)[:2]
         shape = tuple(input_ids_shape) + (self.hidden_size,)
         return shape, shape
 
@@ -103,3 +166,30 @@ class BertEmbeddings(keras.layers.Layer):
             "initializer_range": self.initializer_range,
         })
         return config
+
+
+def call_error(message):
+    """A `UserError` raised inside a Keras `call`, kept one line (Keras adds the call's
+    arguments to any other error it sees pass through a layer)."""
+    error = UserError(message)
+    error._keras_call_info_injected = True  # pylint: disable=protected-access
+    return error
+
+
+def replace_weight(layer, attr, value):
+    """`layer.<attr>`, a variable, replaced by a new one holding `value` (any shape).
+
+    The new variable has the old one's name, path (so its TF1 name), dtype,
+    trainability and place among `layer`'s weights. An optimizer built, or a
+    function traced, before still holds the old variable.
+    """
+    old = getattr(layer, attr)
+    value = ops.cast(value, old.dtype)
+    with keras.name_scope(layer.name, caller=layer):
+        new = keras.Variable(value, dtype=old.dtype, trainable=old.trainable, name=old.name)
+    if new.path != old.path:
+        raise AssertionError("replace_weight: %s became %s" % (old.path, new.path))
+    store = "trainable_variables" if old.trainable else "non_trainable_variables"
+    layer._tracker.replace_tracked_value(store, old, new)  # pylint: disable=protected-access
+    setattr(layer, attr, new)
+    return new

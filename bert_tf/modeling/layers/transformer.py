@@ -7,6 +7,7 @@ from bert_tf.modeling import activations
 from bert_tf.modeling.layers.attention import BertAttention
 from bert_tf.modeling.layers.attention import BertDenseResidualNorm
 from bert_tf.modeling.layers.attention import _dense
+from bert_tf.modeling.layers.recompute import recomputable
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -59,11 +60,18 @@ class BertLayer(keras.layers.Layer):
 
     Checkpoint variables: attention/..., intermediate/dense/{kernel [D, I], bias [I]},
     output/dense/{kernel [I, D], bias [D]}, output/LayerNorm/{beta,gamma} [D].
+
+    `pruned_heads`, `head_mask` and `output_attentions`: see `BertSelfAttention`;
+    with `output_attentions`, returns (output, attention probabilities).
+
+    `gradient_checkpointing` (attribute, default False): when True, a call with
+    `training=True` keeps only its inputs for the backward pass and is
+    recomputed there, with the same dropout masks (`bert_tf.modeling.layers.recompute`).
     """
 
     def __init__(self, hidden_size=768, num_attention_heads=12, intermediate_size=3072,
                  hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
-                 initializer_range=0.02, **kwargs):
+                 initializer_range=0.02, pruned_heads=(), **kwargs):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.num_attention_heads = num_attention_heads
@@ -76,7 +84,8 @@ class BertLayer(keras.layers.Layer):
             hidden_size=hidden_size, num_attention_heads=num_attention_heads,
             hidden_dropout_prob=hidden_dropout_prob,
             attention_probs_dropout_prob=attention_probs_dropout_prob,
-            initializer_range=initializer_range, name="attention")
+            initializer_range=initializer_range, pruned_heads=pruned_heads, name="attention")
+        self.gradient_checkpointing = False
         # The activation is only applied to the "intermediate" hidden layer.
         self.intermediate = BertIntermediate(
             hidden_size=hidden_size, intermediate_size=intermediate_size, hidden_act=hidden_act,
@@ -92,10 +101,19 @@ class BertLayer(keras.layers.Layer):
         self.output_block.build((None, None, self.intermediate_size))
         self.built = True
 
-    def call(self, hidden_states, attention_adder=None, training=None):
-        attention_output = self.attention(hidden_states, attention_adder, training=training)
+    @recomputable
+    def call(self, hidden_states, attention_adder=None, training=None, head_mask=None,
+             output_attentions=False):
+        attention_output = self.attention(hidden_states, attention_adder, training=training,
+                                          head_mask=head_mask,
+                                          output_attentions=output_attentions)
+        if output_attentions:
+            attention_output, attention_probs = attention_output
         intermediate_output = self.intermediate(attention_output)  # [B, S, I]
-        return self.output_block(intermediate_output, attention_output, training=training)
+        layer_output = self.output_block(intermediate_output, attention_output, training=training)
+        if output_attentions:
+            return layer_output, attention_probs
+        return layer_output
 
     def compute_output_shape(self, input_shape, attention_adder_shape=None):
         return input_shape
@@ -111,6 +129,8 @@ class BertLayer(keras.layers.Layer):
             "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
             "initializer_range": self.initializer_range,
         })
+        if self.attention.pruned_heads:
+            config["pruned_heads"] = self.attention.pruned_heads
         return config
 
 
@@ -118,19 +138,28 @@ class BertLayer(keras.layers.Layer):
 class BertEncoder(keras.layers.Layer):
     """A stack of `num_hidden_layers` BertLayers; TF1 scope `encoder`.
 
+    Args (besides the config's): pruned_heads: {layer index: original head
+      indices} removed from those layers (see `BertModel.prune_heads`).
+
     Call args:
       hidden_states: float Tensor of shape [batch_size, seq_length, hidden_size].
       attention_adder: (optional) float Tensor of shape [batch_size, 1, 1, seq_length].
+      head_mask: (optional) a list of `num_hidden_layers` entries, each None or
+        a float Tensor [kept heads of that layer] (see `BertSelfAttention`).
+      output_attentions: Python bool; also return each layer's attention probabilities.
 
     Returns:
       A list of `num_hidden_layers` float Tensors of shape
       [batch_size, seq_length, hidden_size]: entry i is the output of layer i
-      (the embedding output is not in the list, as the original).
+      (the embedding output is not in the list, as the original). With
+      `output_attentions`, a pair (that list, the list of each layer's float32
+      attention probabilities [batch_size, kept heads, seq_length, seq_length]).
     """
 
     def __init__(self, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                  intermediate_size=3072, hidden_act="gelu", hidden_dropout_prob=0.1,
-                 attention_probs_dropout_prob=0.1, initializer_range=0.02, **kwargs):
+                 attention_probs_dropout_prob=0.1, initializer_range=0.02, pruned_heads=None,
+                 **kwargs):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers
@@ -140,25 +169,50 @@ class BertEncoder(keras.layers.Layer):
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
+        pruned_heads = {int(k): v for k, v in (pruned_heads or {}).items()}
         self.layers = [
             BertLayer(hidden_size=hidden_size, num_attention_heads=num_attention_heads,
                       intermediate_size=intermediate_size, hidden_act=hidden_act,
                       hidden_dropout_prob=hidden_dropout_prob,
                       attention_probs_dropout_prob=attention_probs_dropout_prob,
-                      initializer_range=initializer_range, name="layer_%d" % i)
+                      initializer_range=initializer_range,
+                      pruned_heads=pruned_heads.get(i, ()), name="layer_%d" % i)
             for i in range(num_hidden_layers)
         ]
+
+    @property
+    def gradient_checkpointing(self):
+        """Whether every layer is recomputed in the backward pass (see `BertLayer`)."""
+        return all(layer.gradient_checkpointing for layer in self.layers)
+
+    @gradient_checkpointing.setter
+    def gradient_checkpointing(self, value):
+        for layer in self.layers:
+            layer.gradient_checkpointing = bool(value)
 
     def build(self, input_shape=None):
         for layer in self.layers:
             layer.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, hidden_states, attention_adder=None, training=None):
+    def call(self, hidden_states, attention_adder=None, training=None, head_mask=None,
+             output_attentions=False):
         all_layer_outputs = []
-        for layer in self.layers:
-            hidden_states = layer(hidden_states, attention_adder, training=training)
+        all_attentions = []
+        for i, layer in enumerate(self.layers):
+            layer_head_mask = None if head_mask is None else head_mask[i]
+            if layer_head_mask is None and not output_attentions:
+                hidden_states = layer(hidden_states, attention_adder, training=training)
+            else:
+                hidden_states = layer(hidden_states, attention_adder, training=training,
+                                      head_mask=layer_head_mask,
+                                      output_attentions=output_attentions)
+            if output_attentions:
+                hidden_states, attention_probs = hidden_states
+                all_attentions.append(attention_probs)
             all_layer_outputs.append(hidden_states)
+        if output_attentions:
+            return all_layer_outputs, all_attentions
         return all_layer_outputs
 
     def compute_output_shape(self, input_shape, attention_adder_shape=None):
@@ -176,6 +230,10 @@ class BertEncoder(keras.layers.Layer):
             "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
             "initializer_range": self.initializer_range,
         })
+        pruned_heads = {str(i): layer.attention.pruned_heads
+                        for i, layer in enumerate(self.layers) if layer.attention.pruned_heads}
+        if pruned_heads:
+            config["pruned_heads"] = pruned_heads
         return config
 
 

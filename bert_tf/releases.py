@@ -1,0 +1,563 @@
+"""Google's released BERT models by name: downloaded once, verified, then read from a cache.
+
+`bert_tf.from_pretrained("uncased_L-12_H-768_A-12")` and the tools'
+`--init_checkpoint`, `--bert_config_file` and `--vocab_file` take the name of
+a release (every zip of Google's README: `RELEASES`) wherever no local path of
+that name exists. The first use downloads
+
+  $BERT_TF_RELEASES_URL/<date>/<name>.zip   (default https://storage.googleapis.com/bert_models)
+
+into the cache (`$BERT_TF_CACHE`, default `~/.cache/bert_tf`), as
+`<cache>/<name>/` holding `bert_config.json`, `vocab.txt` and
+`bert_model.ckpt.*`, the files of the zip, whether the zip has them under a
+`<name>/` directory (the 2018 and 2019 releases) or at its top (the 2020
+small models). A release named on the command line is
+`<cache>/<name>/bert_model.ckpt` (`--init_checkpoint`),
+`<cache>/<name>/bert_config.json` (`--bert_config_file`) or
+`<cache>/<name>/vocab.txt` (`--vocab_file`); the original's casing check
+(`validate_case_matches_checkpoint`) reads the release's name from that path
+as it does from a release directory of the user's.
+
+What a download does:
+
+  * a progress line (`<name>.zip: 117.7/420.1 MB, 5.2 MB/s, elapsed 22s, ETA
+    58s`) every 10 s, and a last one;
+  * it is resumed: the bytes go to `<cache>/<name>.zip.part`, and a later call
+    asks for the rest (an HTTP Range request) instead of starting again;
+  * it is verified before the cache entry appears: the CRC of every member of
+    the zip, every file present, `bert_config.json` equal to the release's
+    known architecture (`Release.config`), the vocab fitting it, and the
+    checkpoint's variables and shapes exactly the config's (the strict check
+    of `bert_tf.modeling.checkpoint`, the pre-training heads included);
+  * it is unpacked into `<cache>/.<name>.tmp-<pid>/` and renamed to
+    `<cache>/<name>/` only then, so there is never half an entry under the
+    final name; a failed verification leaves nothing but a one-line error;
+  * processes that ask for the same release at once take turns on
+    `<cache>/<name>.lock` (`fcntl.flock`): one downloads, the others wait and
+    then find the entry.
+
+`BERT_TF_OFFLINE=1` (or `offline=True`) never downloads: a release not in the
+cache is a one-line error naming it. Every failure (no network, an HTTP
+error, a download cut short, a damaged zip, a full disk, a name that is
+neither a path nor a release) is one line, a `UserError`.
+
+This module imports no TensorFlow; verifying a download loads it.
+"""
+
+import collections
+import difflib
+import glob
+import http.client
+import os
+import posixpath
+import re
+import shutil
+import urllib.error
+import urllib.request
+import zipfile
+import zlib
+
+from absl import logging
+
+from bert_tf import fileio
+from bert_tf.errors import UserError
+from bert_tf.item_progress import ItemProgress, format_duration
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: concurrent downloads of one release are not serialized
+    fcntl = None
+
+URL_ENV = "BERT_TF_RELEASES_URL"
+CACHE_ENV = "BERT_TF_CACHE"
+OFFLINE_ENV = "BERT_TF_OFFLINE"
+DEFAULT_URL = "https://storage.googleapis.com/bert_models"
+DEFAULT_CACHE = os.path.join("~", ".cache", "bert_tf")
+
+CONFIG_NAME = "bert_config.json"
+VOCAB_NAME = "vocab.txt"
+CHECKPOINT_NAME = "bert_model.ckpt"
+# The file of a release that each of the tools' model flags names.
+FILE_OF_FLAG = {
+    "init_checkpoint": CHECKPOINT_NAME,
+    "bert_config_file": CONFIG_NAME,
+    "vocab_file": VOCAB_NAME,
+}
+
+# Bytes read from the network (and from the zip) at a time.
+_CHUNK_BYTES = 1 << 20
+# Seconds without a byte before a download is abandoned (it is resumed later).
+_TIMEOUT_S = 60
+_MB = 1e6
+
+
+class Release(collections.namedtuple("Release", ["name", "date", "do_lower_case", "config"])):
+    """One of Google's released models.
+
+    Attributes:
+      name: the zip's and directory's name, `uncased_L-12_H-768_A-12`.
+      date: the directory of the URL, `2018_10_18`.
+      do_lower_case: the tokenizer's casing it was trained with (uncased and
+        Chinese: True; cased: False).
+      config: {key: value} of the 11 keys of its `bert_config.json`.
+    """
+
+    __slots__ = ()
+
+    def url(self, base_url=None):
+        """`<base>/<date>/<name>.zip`; base: `base_url`, `$BERT_TF_RELEASES_URL` or Google's."""
+        base = base_url or os.environ.get(URL_ENV) or DEFAULT_URL
+        return "%s/%s/%s.zip" % (base.rstrip("/"), self.date, self.name)
+
+
+def _release(name, date, vocab_size):
+    """The release `name`: its architecture from the name (L layers, H hidden, A heads)."""
+    layers, hidden, heads = (int(n) for n in
+                             re.search(r"L-(\d+)_H-(\d+)_A-(\d+)$", name).groups())
+    config = collections.OrderedDict([
+        ("vocab_size", vocab_size),
+        ("hidden_size", hidden),
+        ("num_hidden_layers", layers),
+        ("num_attention_heads", heads),
+        ("intermediate_size", 4 * hidden),
+        ("hidden_act", "gelu"),
+        ("hidden_dropout_prob", 0.1),
+        ("attention_probs_dropout_prob", 0.1),
+        ("max_position_embeddings", 512),
+        ("type_vocab_size", 2),
+        ("initializer_range", 0.02),
+    ])
+    # As the original's casing check: the cased models keep case, the rest
+    # (uncased, the multilingual uncased, Chinese) lower-case.
+    do_lower_case = "cased" not in name.split("_")
+    return Release(name, date, do_lower_case, config)
+
+
+_ENGLISH_VOCAB, _CASED_VOCAB = 30522, 28996
+# Google's README (the 2020 small models: 2..12 layers x 128..768 hidden, A = H/64;
+# their 12/768 is the 2018 BERT-Base's name, which stays the 2018 release).
+RELEASES = collections.OrderedDict((r.name, r) for r in [
+    _release("uncased_L-12_H-768_A-12", "2018_10_18", _ENGLISH_VOCAB),
+    _release("uncased_L-24_H-1024_A-16", "2018_10_18", _ENGLISH_VOCAB),
+    _release("cased_L-12_H-768_A-12", "2018_10_18", _CASED_VOCAB),
+    _release("cased_L-24_H-1024_A-16", "2018_10_18", _CASED_VOCAB),
+    _release("multilingual_L-12_H-768_A-12", "2018_11_03", 105879),
+    _release("chinese_L-12_H-768_A-12", "2018_11_03", 21128),
+    _release("multi_cased_L-12_H-768_A-12", "2018_11_23", 119547),
+    _release("wwm_uncased_L-24_H-1024_A-16", "2019_05_30", _ENGLISH_VOCAB),
+    _release("wwm_cased_L-24_H-1024_A-16", "2019_05_30", _CASED_VOCAB),
+] + [
+    _release("uncased_L-%d_H-%d_A-%d" % (layers, hidden, hidden // 64), "2020_02_20",
+             _ENGLISH_VOCAB)
+    for layers in (2, 4, 6, 8, 10, 12) for hidden in (128, 256, 512, 768)
+    if (layers, hidden) != (12, 768)
+])
+
+
+# ----------------------------------------------------------------- names and places
+
+
+def get_cache_dir(cache_dir=None):
+    """`cache_dir`, else `$BERT_TF_CACHE`, else `~/.cache/bert_tf` (user-expanded)."""
+    return os.path.expanduser(cache_dir or os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
+
+
+def is_offline(offline=None):
+    """`offline` if given, else whether `$BERT_TF_OFFLINE` is set to 1 / true / yes."""
+    if offline is not None:
+        return bool(offline)
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def close_names(name, count=3):
+    """The release names closest to `name` (difflib), at most `count`."""
+    return difflib.get_close_matches(name, list(RELEASES), n=count, cutoff=0.6)
+
+
+def get_release(name):
+    """The `Release` called `name`; a one-line `UserError` with the closest names otherwise."""
+    if name in RELEASES:
+        return RELEASES[name]
+    close = close_names(name)
+    raise UserError("%s: not a released BERT model%s" % (
+        name, " (did you mean %s?)" % ", ".join(close) if close else
+        " (the releases: bert_tf.releases.RELEASES)"))
+
+
+def _subject(value, flag):
+    return "--%s=%s" % (flag, value) if flag else value
+
+
+def _local(value):
+    """Whether `value` names something here: a path, a checkpoint prefix, a remote path."""
+    return (fileio.is_remote(value) or os.path.exists(value)
+            or os.path.exists(value + ".index"))
+
+
+def resolve(name_or_path, cache_dir=None, offline=None, flag=None):
+    """A release's cache directory for its name; any other value unchanged.
+
+    Args:
+      name_or_path: a path (returned as it is when anything of that name is
+        here: a file, a directory, a checkpoint prefix, a `gs://` path) or a
+        release's name (downloaded and verified on first use).
+      cache_dir, offline: as `download_release`.
+      flag: the flag named in errors (None: the value alone).
+
+    Returns:
+      str: `<cache>/<name>` for a release name with nothing of that name here,
+      else `name_or_path` (None stays None).
+
+    Raises:
+      UserError: what `download_release` raises; a bare name that is no path
+        and no release but close to one (naming the closest releases).
+    """
+    if name_or_path is None:
+        return None
+    value = os.fspath(name_or_path)
+    if not value or _local(value):
+        return value
+    if value in RELEASES:
+        return download_release(value, cache_dir=cache_dir, offline=offline)
+    close = close_names(value)
+    if close and "/" not in value and os.sep not in value:
+        raise UserError("%s: no such file or directory, and not a released model's name "
+                        "(did you mean %s?)" % (_subject(value, flag), ", ".join(close)))
+    return value
+
+
+def resolve_file(value, flag, cache_dir=None, offline=None):
+    """The local file a model flag names: a release's name gives its file in the cache.
+
+    Args:
+      value: the flag's value (a path, a release's name, or None).
+      flag: "init_checkpoint" (`<cache>/<name>/bert_model.ckpt`),
+        "bert_config_file" (`.../bert_config.json`) or "vocab_file"
+        (`.../vocab.txt`).
+      cache_dir, offline: as `download_release`.
+
+    Returns:
+      str, or `value` itself when it is a path or empty.
+    """
+    resolved = resolve(value, cache_dir=cache_dir, offline=offline, flag=flag)
+    if resolved is None or resolved == os.fspath(value):
+        return resolved
+    return os.path.join(resolved, FILE_OF_FLAG[flag])
+
+
+# ----------------------------------------------------------------- the download
+
+
+def release_files_present(directory):
+    """Whether `directory` holds a release's files (config, vocab, checkpoint index and data)."""
+    return (all(os.path.isfile(os.path.join(directory, name))
+                for name in (CONFIG_NAME, VOCAB_NAME, CHECKPOINT_NAME + ".index"))
+            and bool(glob.glob(os.path.join(glob.escape(directory),
+                                            CHECKPOINT_NAME + ".data-*"))))
+
+
+def download_release(name, cache_dir=None, offline=None, progress=True):
+    """The cache directory of release `name`, downloaded and verified if it is not there yet.
+
+    Args:
+      name: a release's name, a key of `RELEASES` (`uncased_L-12_H-768_A-12`).
+      cache_dir: the cache; default `$BERT_TF_CACHE`, else `~/.cache/bert_tf`.
+      offline: True never downloads; default `$BERT_TF_OFFLINE`.
+      progress: log the download's progress lines.
+
+    Returns:
+      str, `<cache>/<name>`: `bert_config.json`, `vocab.txt`, `bert_model.ckpt.*`.
+
+    Raises:
+      UserError: one line: an unknown name, offline without the entry, no
+        network, an HTTP error (status and URL), a download cut short (the
+        next call resumes it), a damaged archive or one that is not the
+        release (nothing is cached), a full disk.
+    """
+    release = get_release(name)
+    root = get_cache_dir(cache_dir)
+    final = os.path.join(root, name)
+    if release_files_present(final):
+        return final
+    if is_offline(offline):
+        raise UserError("release %s is not in the cache %s, and %s downloads nothing "
+                        "(unset %s or download it once online)"
+                        % (name, root, "offline=True" if offline else "%s=%s"
+                           % (OFFLINE_ENV, os.environ.get(OFFLINE_ENV)), OFFLINE_ENV))
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError as e:
+        raise (fileio.no_room_error(root, e) or UserError(
+            "the release cache %s cannot be created: %s (set %s to another directory)"
+            % (root, e.strerror or e, CACHE_ENV))) from None
+    with _CacheLock(os.path.join(root, name + ".lock"), name):
+        if release_files_present(final):
+            logging.info("Release %s: cached in %s by another process", name, final)
+            return final
+        if os.path.lexists(final):
+            raise UserError("%s is not a complete release (a file of %s is missing); remove it "
+                            "to download %s again" % (final, CONFIG_NAME + ", " + VOCAB_NAME
+                                                      + ", " + CHECKPOINT_NAME + ".*", name))
+        _remove_stale_temporaries(root, name)
+        archive = os.path.join(root, name + ".zip")
+        if not os.path.isfile(archive):
+            _download(release, archive, progress)
+        _unpack_and_verify(release, archive, final)
+        fileio.remove_quietly(archive)
+    logging.info("Release %s: verified and cached in %s", name, final)
+    return final
+
+
+class _CacheLock(object):
+    """`flock` on `<cache>/<name>.lock`: one process downloads a release, the others wait."""
+
+    def __init__(self, path, name):
+        self.path = path
+        self.name = name
+        self._file = None
+
+    def __enter__(self):
+        if fcntl is None:
+            return self
+        try:
+            self._file = open(self.path, "a+")
+        except OSError as e:
+            raise UserError("release %s: cannot create the lock file %s: %s (set %s to a "
+                            "writable directory)" % (self.name, self.path, e.strerror or e,
+                                                     CACHE_ENV)) from None
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            logging.info("Release %s: another process is downloading it (%s); waiting",
+                         self.name, self.path)
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        if self._file is not None:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
+        return False
+
+
+def _temporary_dir(root, name):
+    return os.path.join(root, ".%s.tmp-%d" % (name, os.getpid()))
+
+
+def _remove_stale_temporaries(root, name):
+    """Unpacking directories a killed process left (the lock is ours: none is in use)."""
+    for stale in glob.glob(os.path.join(glob.escape(root), ".%s.tmp-*" % glob.escape(name))):
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+class _ByteProgress(ItemProgress):
+    """ItemProgress's line in megabytes: `<name>.zip: 117.7/420.1 MB, 5.2 MB/s, ..., ETA 58s`."""
+
+    def line(self, now, detail=None, last=False):
+        elapsed = now - self.start_time
+        rate = self.done / elapsed if elapsed > 0 else None
+        count = "%.1f/%.1f" % (self.done / _MB, self.total / _MB) if self.total is not None \
+            else "%.1f" % (self.done / _MB)
+        text = "%s: %s MB%s, %s MB/s, elapsed %s" % (
+            self.what, count, " (%s)" % detail if detail else "",
+            "%.1f" % (rate / _MB) if rate is not None else "?", format_duration(elapsed))
+        if last:
+            return text + ", done"
+        if self.total is not None:
+            text += ", ETA %s" % format_duration(
+                (self.total - self.done) / rate if rate else None)
+        return text
+
+
+def _download(release, archive, progress):
+    """Downloads the release's zip to `archive` (via `<archive>.part`, resuming it)."""
+    url = release.url()
+    part = archive + ".part"
+    offset = os.path.getsize(part) if os.path.isfile(part) else 0
+    try:
+        response = _open(url, offset)
+    except urllib.error.HTTPError as e:
+        if e.code == 416 and offset:  # the part is no prefix of this archive: start again
+            fileio.remove_quietly(part)
+            offset = 0
+            response = _open_or_fail(release, url, 0)
+        else:
+            raise _http_error(release, url, e) from None
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+        raise _network_error(release, url, e) from None
+    with response:
+        total = response.headers.get("Content-Length")
+        total = int(total) if total and total.isdigit() else None
+        if offset and response.status == 206:
+            logging.info("Release %s: resuming %s at %.1f MB", release.name, url, offset / _MB)
+        else:
+            offset = 0  # the server sent the whole archive
+        expected = None if total is None else offset + total
+        logging.info("Release %s: downloading %s%s into %s", release.name, url,
+                     "" if expected is None else " (%.1f MB)" % (expected / _MB),
+                     os.path.dirname(archive))
+        meter = _ByteProgress("%s.zip" % release.name, total, "bytes") if progress else None
+        try:
+            with open(part, "ab" if offset else "wb") as f:
+                while True:
+                    try:
+                        chunk = response.read(_CHUNK_BYTES)
+                    except (OSError, http.client.HTTPException) as e:
+                        logging.warning("Release %s: the connection broke (%s)", release.name,
+                                        e)
+                        break
+                    if not chunk:
+                        break
+                    f.write(chunk)
+                    if meter is not None:
+                        meter.add(len(chunk))
+        except OSError as e:
+            raise (fileio.no_room_error(part, e) or UserError(
+                "release %s: cannot write %s: %s" % (release.name, part, e.strerror or e))) \
+                from None
+    size = os.path.getsize(part)
+    if expected is not None and size != expected:
+        raise UserError("release %s: the download of %s was cut short at %.1f of %.1f MB; "
+                        "run again to resume it (%s is kept)"
+                        % (release.name, url, size / _MB, expected / _MB, part))
+    if meter is not None:
+        meter.finish()
+    os.replace(part, archive)
+
+
+def _open(url, offset):
+    request = urllib.request.Request(url, headers={"User-Agent": "bert_tf"})
+    if offset:
+        request.add_header("Range", "bytes=%d-" % offset)
+    return urllib.request.urlopen(request, timeout=_TIMEOUT_S)
+
+
+def _open_or_fail(release, url, offset):
+    try:
+        return _open(url, offset)
+    except urllib.error.HTTPError as e:
+        raise _http_error(release, url, e) from None
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+        raise _network_error(release, url, e) from None
+
+
+def _http_error(release, url, error):
+    return UserError("release %s: HTTP %d %s from %s" % (release.name, error.code,
+                                                         error.reason, url))
+
+
+def _network_error(release, url, error):
+    reason = getattr(error, "reason", None) or error
+    return UserError("release %s: cannot download %s: %s (no network? with %s=1 only the "
+                     "cache is used)" % (release.name, url, reason, OFFLINE_ENV))
+
+
+# ----------------------------------------------------------------- unpacking and verifying
+
+
+def _archive_root(names, archive):
+    """The directory of the zip that holds `bert_config.json` ("" at the top)."""
+    found = sorted((n for n in names if posixpath.basename(n) == CONFIG_NAME),
+                   key=lambda n: (n.count("/"), n))
+    if not found:
+        raise _BadArchive("%s holds no %s" % (os.path.basename(archive), CONFIG_NAME))
+    return posixpath.dirname(found[0])
+
+
+class _BadArchive(Exception):
+    """The archive is damaged or is not the release (it is removed, nothing is cached)."""
+
+
+def _unpack_and_verify(release, archive, final):
+    """Unpacks `archive` into a temporary directory, verifies it, renames it to `final`."""
+    root = os.path.dirname(final)
+    tmp = _temporary_dir(root, release.name)
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        os.mkdir(tmp)
+        try:
+            _unpack(archive, tmp)
+            verify_release_dir(tmp, release)
+        except _BadArchive as e:
+            fileio.remove_quietly(archive)
+            raise UserError("release %s from %s is refused, nothing was cached: %s"
+                            % (release.name, release.url(), e)) from None
+        os.rename(tmp, final)
+    except OSError as e:
+        failure = fileio.no_room_error(final, e)
+        if failure is None:
+            raise
+        raise UserError("%s (the archive %s is kept: run again once there is room)"
+                        % (failure, archive)) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _unpack(archive, directory):
+    """The release's files of `archive` into `directory`; every member's CRC is checked."""
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            members = [info for info in zf.infolist() if not info.is_dir()]
+            top = _archive_root([info.filename for info in members], archive)
+            for info in members:
+                folder, base = posixpath.split(info.filename)
+                with zf.open(info) as source:
+                    if folder == top and base and not base.startswith("."):
+                        with open(os.path.join(directory, base), "wb") as target:
+                            shutil.copyfileobj(source, target, _CHUNK_BYTES)
+                    else:  # read through, for its CRC
+                        while source.read(_CHUNK_BYTES):
+                            pass
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as e:
+        raise _BadArchive("%s is not a valid zip archive (%s)"
+                          % (os.path.basename(archive), e)) from None
+
+
+def verify_release_dir(directory, release):
+    """Checks that `directory` holds `release`: its files, config, vocab and checkpoint.
+
+    The checkpoint's index must list exactly the variables of the release's
+    config with their shapes, backbone and pre-training heads (the strict
+    check of `bert_tf.modeling.checkpoint`); its values are the zip's, whose
+    CRCs `_unpack` checked. Loads TensorFlow.
+
+    Raises:
+      _BadArchive: naming the file and what is wrong.
+    """
+    from bert_tf import tokenization
+    from bert_tf.modeling import checkpoint as checkpoint_lib
+    from bert_tf.modeling.config import BertConfig
+
+    if not release_files_present(directory):
+        missing = [name for name in (CONFIG_NAME, VOCAB_NAME, CHECKPOINT_NAME + ".index",
+                                     CHECKPOINT_NAME + ".data-*")
+                   if not glob.glob(os.path.join(glob.escape(directory), name))]
+        raise _BadArchive("the archive has no %s" % ", ".join(missing))
+    config_file = os.path.join(directory, CONFIG_NAME)
+    prefix = os.path.join(directory, CHECKPOINT_NAME)
+
+    def inside(error):  # the message of an error, with the archive's file names
+        return str(error).replace(directory + os.sep, "")
+
+    try:
+        config = BertConfig.from_json_file(config_file)
+        for key, want in release.config.items():
+            got = getattr(config, key, None)
+            if got != want:
+                raise _BadArchive("its %s has %s=%r, the release has %r"
+                                  % (CONFIG_NAME, key, got, want))
+        tokenization.check_vocab(os.path.join(directory, VOCAB_NAME), config, CONFIG_NAME)
+        checkpoint_lib.check_checkpoint_files(prefix, flag=None)
+        checkpoint_lib.check_checkpoint_fits(config, prefix, flag=None, head="pretraining",
+                                             strict=True)
+        shapes = checkpoint_lib.list_checkpoint_variables(prefix, flag=None)
+        missing = [name for name in checkpoint_lib.expected_tf1_variables(config, heads=True)
+                   if name not in shapes]
+        if missing:
+            raise _BadArchive("%s lacks %s of the pre-training heads (%s%s)"
+                              % (CHECKPOINT_NAME, "variable" if len(missing) == 1
+                                 else "%d variables" % len(missing), missing[0],
+                                 ", ..." if len(missing) > 1 else ""))
+    except UserError as e:
+        raise _BadArchive(inside(e)) from None

@@ -1,0 +1,444 @@
+"""bert_tf.releases: Google's released models by name, from a local HTTP server (never the internet).
+
+The server on 127.0.0.1 serves archives built as Google builds them: a zip of
+`bert_config.json`, `vocab.txt` and `bert_model.ckpt.*` (under `<name>/` as
+the 2018 releases, or at the top as the 2020 small models), the checkpoint
+written by bert_tf's own `save_checkpoint` with the architecture of the real
+release `uncased_L-2_H-128_A-2` (its word embeddings zero, so the zip is small).
+"""
+
+import glob
+import http.server
+import io
+import json
+import multiprocessing
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+
+import numpy as np
+import pytest
+
+from bert_tf import item_progress
+from bert_tf import releases
+from bert_tf.errors import UserError
+
+NAME = "uncased_L-2_H-128_A-2"
+URL_PATH = "/2020_02_20/%s.zip" % NAME
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "hello", "world",
+         ",", ".", "!", "##s", "##ing"]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+
+
+# ----------------------------------------------------------------- a loopback release server
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def do_GET(self):
+        server = self.server
+        with server.mutex:
+            server.requests.append((self.path, self.headers.get("Range")))
+            status = server.status.get(self.path)
+            cut = server.cut.pop(self.path, None)
+        if status is not None:
+            body = b"error"
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        data = server.files.get(self.path)
+        if data is None:
+            self.send_error(404)
+            return
+        start = 0
+        match = re.match(r"^bytes=(\d+)-$", self.headers.get("Range") or "")
+        if match and int(match.group(1)) < len(data):
+            start = int(match.group(1))
+            self.send_response(206)
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1,
+                                                                  len(data)))
+        else:
+            self.send_response(200)
+        body = data[start:]
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if server.delay:
+            time.sleep(server.delay)
+        if cut is not None:  # the promised length, then the connection drops
+            self.wfile.write(body[:cut])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.wfile.write(body)
+
+
+class ReleaseServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.files = {}       # URL path -> bytes
+        self.status = {}      # URL path -> an HTTP error status to answer
+        self.cut = {}         # URL path -> bytes sent before the connection drops (once)
+        self.delay = 0.0      # seconds before a body is sent
+        self.requests = []    # (path, Range header)
+        self.mutex = threading.Lock()
+        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.server_address[1]
+
+    def stop(self):
+        self.shutdown()
+        self.server_close()
+
+
+@pytest.fixture
+def server(monkeypatch, tmp_path):
+    srv = ReleaseServer()
+    monkeypatch.setenv(releases.URL_ENV, srv.url)
+    monkeypatch.setenv(releases.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(releases.OFFLINE_ENV, raising=False)
+    yield srv
+    srv.stop()
+
+
+# ----------------------------------------------------------------- archives as Google builds them
+
+
+@pytest.fixture(scope="module")
+def release_files(tmp_path_factory):
+    """{file name: bytes} of a valid `uncased_L-2_H-128_A-2` (its real architecture)."""
+    from bert_tf.modeling import checkpoint
+    from bert_tf.modeling.config import BertConfig
+    from bert_tf.tasks.pretraining import BertPretrainer
+
+    config = BertConfig.from_dict(dict(releases.RELEASES[NAME].config))
+    model = BertPretrainer(config)
+    for variable in model.weights:
+        if checkpoint.tf1_name(variable) == "bert/embeddings/word_embeddings":
+            rng = np.random.RandomState(0)
+            value = np.zeros(variable.shape, np.float32)
+            value[:len(VOCAB)] = rng.normal(0, 0.02, (len(VOCAB), variable.shape[1]))
+            variable.assign(value)
+    directory = tmp_path_factory.mktemp("release")
+    checkpoint.save_checkpoint(model, str(directory / "bert_model.ckpt"), update_state=False)
+    config.to_json_file(str(directory / "bert_config.json"))
+    (directory / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
+
+
+def make_zip(files, top=NAME + "/"):
+    """A zip of `files` under `top` (Google's 2018 layout) or at the top (`top=""`)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        if top:
+            zf.writestr(top, b"")
+        for name, data in files.items():
+            # vocab.txt stored, so that a test can damage its bytes and nothing else
+            zf.writestr(top + name, data, zipfile.ZIP_STORED if name == "vocab.txt"
+                        else zipfile.ZIP_DEFLATED)
+    return buffer.getvalue()
+
+
+def entry(tmp_path):
+    return str(tmp_path / "cache" / NAME)
+
+
+def assert_nothing_cached(tmp_path):
+    cache = tmp_path / "cache"
+    assert not os.path.exists(entry(tmp_path))
+    assert glob.glob(str(cache / (".%s.tmp-*" % NAME))) == []
+
+
+# ----------------------------------------------------------------- the table
+
+
+def test_the_table_is_every_released_config_and_casing():
+    from bert_tf.pretrained import infer_do_lower_case
+    from bert_tf.tokenization import validate_case_matches_checkpoint
+
+    names = sorted(os.path.basename(p)[:-len(".json")]
+                   for p in glob.glob(os.path.join(REPO_ROOT, "configs", "*.json")))
+    assert sorted(releases.RELEASES) == names
+    for name in names:
+        with open(os.path.join(REPO_ROOT, "configs", name + ".json")) as f:
+            released = json.load(f)
+        release = releases.RELEASES[name]
+        assert dict(release.config) == {k: released[k] for k in release.config}, name
+        prefix = "/models/%s/bert_model.ckpt" % name
+        assert infer_do_lower_case(prefix) == release.do_lower_case, name
+        validate_case_matches_checkpoint(release.do_lower_case, prefix)  # the original agrees
+    assert sum(r.date == "2020_02_20" for r in releases.RELEASES.values()) == 23
+
+
+def test_urls_are_googles_and_the_base_is_overridable(monkeypatch):
+    monkeypatch.delenv(releases.URL_ENV, raising=False)
+    assert (releases.RELEASES["uncased_L-12_H-768_A-12"].url()
+            == "https://storage.googleapis.com/bert_models/2018_10_18/uncased_L-12_H-768_A-12.zip")
+    assert (releases.RELEASES["wwm_cased_L-24_H-1024_A-16"].url()
+            == "https://storage.googleapis.com/bert_models/2019_05_30/wwm_cased_L-24_H-1024_A-16.zip")
+    assert (releases.RELEASES["uncased_L-4_H-256_A-4"].url()
+            == "https://storage.googleapis.com/bert_models/2020_02_20/uncased_L-4_H-256_A-4.zip")
+    monkeypatch.setenv(releases.URL_ENV, "http://mirror.example/bert/")
+    assert (releases.RELEASES["chinese_L-12_H-768_A-12"].url()
+            == "http://mirror.example/bert/2018_11_03/chinese_L-12_H-768_A-12.zip")
+
+
+def test_the_download_code_imports_no_tensorflow():
+    code = ("import sys; import bert_tf.releases; "
+            "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT)
+
+
+# ----------------------------------------------------------------- download, verify, load
+
+
+def test_from_pretrained_by_name_downloads_verifies_and_loads(server, tmp_path, release_files,
+                                                              info_logs):
+    import bert_tf
+    from bert_tf.modeling import checkpoint
+
+    server.files[URL_PATH] = make_zip(release_files, top="")  # the 2020 layout
+    config, model, tokenizer = bert_tf.from_pretrained(NAME)
+
+    assert sorted(os.listdir(entry(tmp_path))) == sorted(release_files)
+    assert [p for p in os.listdir(tmp_path / "cache") if p != NAME + ".lock"] == [NAME]
+    assert config.num_hidden_layers == 2 and config.hidden_size == 128
+    assert tokenizer.basic_tokenizer.do_lower_case is True
+    assert tokenizer.tokenize("Hello, World!") == ["hello", ",", "world", "!"]
+    saved = checkpoint.read_checkpoint(os.path.join(entry(tmp_path), "bert_model.ckpt"))
+    weights = {checkpoint.tf1_name(v): v.numpy() for v in model.weights}
+    for name in ("bert/embeddings/word_embeddings", "bert/encoder/layer_1/output/dense/kernel"):
+        np.testing.assert_array_equal(weights[name], saved[name])
+    lines = [r.getMessage() for r in info_logs.records]
+    assert any(re.match(r"^%s\.zip: [\d.]+/[\d.]+ MB, [\d.]+ MB/s, elapsed \d+s, done$"
+                        % NAME, line) for line in lines), lines
+    assert any("verified and cached in %s" % entry(tmp_path) in line for line in lines)
+
+    # A second use is the cache's, with no request.
+    server.requests.clear()
+    assert bert_tf.from_pretrained(NAME).config.to_dict() == config.to_dict()
+    assert server.requests == []
+
+
+def test_the_2018_layout_and_progress_lines_with_an_eta(server, tmp_path, release_files,
+                                                        monkeypatch, info_logs):
+    server.files[URL_PATH] = make_zip(release_files)  # under uncased_L-2_H-128_A-2/
+    monkeypatch.setattr(item_progress, "PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(releases, "_CHUNK_BYTES", 4096)
+    assert releases.download_release(NAME) == entry(tmp_path)
+    assert sorted(os.listdir(entry(tmp_path))) == sorted(release_files)
+    lines = [r.getMessage() for r in info_logs.records]
+    assert any(re.match(r"^%s\.zip: [\d.]+/[\d.]+ MB, [\d.]+ MB/s, elapsed \d+s, ETA \S+$"
+                        % NAME, line) for line in lines), lines
+
+
+def test_a_cut_download_is_resumed_with_a_range_request(server, tmp_path, release_files):
+    archive = make_zip(release_files)
+    server.files[URL_PATH] = archive
+    half = len(archive) // 2
+    server.cut[URL_PATH] = half
+    with pytest.raises(UserError, match=r"cut short .* run again to resume") as e:
+        releases.download_release(NAME, progress=False)
+    assert "\n" not in str(e.value)
+    part = tmp_path / "cache" / (NAME + ".zip.part")
+    assert part.stat().st_size == half
+    assert_nothing_cached(tmp_path)
+
+    assert releases.download_release(NAME, progress=False) == entry(tmp_path)
+    assert server.requests[-1] == (URL_PATH, "bytes=%d-" % half)
+    assert not part.exists() and not (tmp_path / "cache" / (NAME + ".zip")).exists()
+    assert releases.release_files_present(entry(tmp_path))
+
+
+def test_a_damaged_archive_is_refused_and_nothing_is_cached(server, tmp_path, release_files):
+    archive = bytearray(make_zip(release_files))
+    at = bytes(archive).index(b"[MASK]\nthe\n")  # vocab.txt's bytes (stored, not deflated)
+    archive[at + 1] ^= 0x20  # a CRC mismatch, the zip's structure intact
+    server.files[URL_PATH] = bytes(archive)
+    with pytest.raises(UserError, match=r"refused, nothing was cached: .*not a valid zip.*CRC"):
+        releases.download_release(NAME, progress=False)
+    assert_nothing_cached(tmp_path)
+    assert not (tmp_path / "cache" / (NAME + ".zip")).exists()  # a retry downloads afresh
+
+    server.files[URL_PATH] = make_zip(release_files)
+    assert releases.download_release(NAME, progress=False) == entry(tmp_path)
+
+
+@pytest.mark.parametrize("damage,message", [
+    ("checkpoint", r"bert/encoder/layer_1/.* is missing|missing.*bert/encoder/layer_1/"),
+    ("config", r"bert_config.json has num_hidden_layers=1, the release has 2"),
+    ("heads", r"lacks 7 variables of the pre-training heads \(cls/"),
+])
+def test_an_archive_that_is_not_the_release_is_refused(server, tmp_path, release_files, damage,
+                                                       message):
+    from bert_tf.modeling import checkpoint
+
+    files = dict(release_files)
+    work = tmp_path / "work"
+    work.mkdir()
+    for name, data in files.items():
+        (work / name).write_bytes(data)
+    prefix = str(work / "bert_model.ckpt")
+    if damage == "config":
+        config = json.loads(files["bert_config.json"])
+        config["num_hidden_layers"] = 1
+        files["bert_config.json"] = json.dumps(config).encode()
+    else:
+        values = checkpoint.read_checkpoint(prefix)
+        drop = "bert/encoder/layer_1/" if damage == "checkpoint" else "cls/"
+        checkpoint.write_checkpoint(prefix, {n: v for n, v in values.items()
+                                             if not n.startswith(drop)}, update_state=False)
+        for name in files:
+            if name.startswith("bert_model.ckpt"):
+                files[name] = (work / name).read_bytes()
+    server.files[URL_PATH] = make_zip(files)
+    with pytest.raises(UserError, match=message) as e:
+        releases.download_release(NAME, progress=False)
+    assert str(e.value).startswith("release %s from %s/2020_02_20/%s.zip is refused"
+                                   % (NAME, server.url, NAME))
+    assert "\n" not in str(e.value) and ".tmp-" not in str(e.value)
+    assert_nothing_cached(tmp_path)
+
+
+# ----------------------------------------------------------------- the cache, offline, errors
+
+
+def test_a_cached_release_needs_no_server(server, tmp_path, release_files, monkeypatch):
+    server.files[URL_PATH] = make_zip(release_files)
+    releases.download_release(NAME, progress=False)
+    server.stop()
+    assert releases.download_release(NAME, offline=True) == entry(tmp_path)
+    monkeypatch.setenv(releases.OFFLINE_ENV, "1")
+    assert releases.resolve_file(NAME, "vocab_file") == os.path.join(entry(tmp_path),
+                                                                     "vocab.txt")
+    assert releases.resolve_file(NAME, "init_checkpoint") == os.path.join(
+        entry(tmp_path), "bert_model.ckpt")
+
+
+def test_offline_without_the_release_is_one_line_naming_it(server, tmp_path, monkeypatch):
+    with pytest.raises(UserError, match=r"^release %s is not in the cache .*offline=True" % NAME):
+        releases.download_release(NAME, offline=True)
+    monkeypatch.setenv(releases.OFFLINE_ENV, "1")
+    with pytest.raises(UserError, match=r"^release %s is not in the cache .*BERT_TF_OFFLINE=1"
+                       % NAME) as e:
+        releases.resolve_file(NAME, "init_checkpoint")
+    assert "\n" not in str(e.value) and NAME in str(e.value)
+    assert server.requests == []
+    assert_nothing_cached(tmp_path)
+
+
+@pytest.mark.parametrize("status", [404, 500])
+def test_an_http_error_is_one_line_with_status_and_url(server, tmp_path, status):
+    server.status[URL_PATH] = status
+    with pytest.raises(UserError) as e:
+        releases.download_release(NAME, progress=False)
+    assert str(e.value).startswith("release %s: HTTP %d " % (NAME, status))
+    assert str(e.value).endswith(server.url + URL_PATH)
+    assert_nothing_cached(tmp_path)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_full_disk_is_one_line(server, tmp_path, release_files):
+    server.files[URL_PATH] = make_zip(release_files)
+    (tmp_path / "cache").mkdir()
+    os.symlink("/dev/full", str(tmp_path / "cache" / (NAME + ".zip.part")))  # ENOSPC
+    with pytest.raises(UserError, match=r"%s\.zip\.part: could not be written: No space left "
+                                        r"on device$" % NAME) as e:
+        releases.download_release(NAME, progress=False)
+    assert "\n" not in str(e.value)
+    assert_nothing_cached(tmp_path)
+
+
+def test_no_network_is_one_line(server, tmp_path):
+    server.stop()  # nothing listens on its port any more
+    with pytest.raises(UserError, match=r"^release %s: cannot download %s%s: .*no network\?"
+                       % (NAME, re.escape(server.url), URL_PATH)) as e:
+        releases.download_release(NAME, progress=False)
+    assert "\n" not in str(e.value)
+
+
+def test_names_that_are_no_release(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match=r"^--init_checkpoint=uncased_L-12_H-768_A12: no such "
+                                        r"file or directory, and not a released model's name "
+                                        r"\(did you mean uncased_L-12_H-768_A-12"):
+        releases.resolve_file("uncased_L-12_H-768_A12", "init_checkpoint")
+    with pytest.raises(UserError, match=r"^bert-base-uncased: not a released BERT model"):
+        releases.download_release("bert-base-uncased")
+    # Paths are the user's, existing or not (their own errors come later).
+    assert releases.resolve_file("no/such/bert_config.json", "bert_config_file") == \
+        "no/such/bert_config.json"
+    assert releases.resolve_file(None, "init_checkpoint") is None
+    (tmp_path / NAME).mkdir()  # a local directory of a release's name wins
+    assert releases.resolve(NAME) == NAME
+
+
+def _download_in_child(cache, url, results):
+    os.environ[releases.CACHE_ENV] = cache
+    os.environ[releases.URL_ENV] = url
+    os.environ.pop(releases.OFFLINE_ENV, None)
+    try:
+        results.put(("ok", releases.download_release(NAME, progress=False)))
+    except Exception as e:  # pylint: disable=broad-except
+        results.put(("error", "%s: %s" % (type(e).__name__, e)))
+
+
+def test_two_processes_at_once_download_once(server, tmp_path, release_files):
+    server.files[URL_PATH] = make_zip(release_files)
+    server.delay = 1.0  # the first holds the lock while the second asks
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    children = [context.Process(target=_download_in_child,
+                                args=(str(tmp_path / "cache"), server.url, results))
+                for _ in range(2)]
+    for child in children:
+        child.start()
+    outcomes = [results.get(timeout=120) for _ in children]
+    for child in children:
+        child.join(timeout=60)
+    assert outcomes == [("ok", entry(tmp_path))] * 2
+    assert [path for path, _ in server.requests] == [URL_PATH]
+    assert releases.release_files_present(entry(tmp_path))
+    assert sorted(os.listdir(entry(tmp_path))) == sorted(release_files)
+
+
+# ----------------------------------------------------------------- a tool with release names
+
+
+def test_extract_features_with_release_names(server, tmp_path, release_files):
+    server.files[URL_PATH] = make_zip(release_files)
+    input_file = tmp_path / "input.txt"
+    input_file.write_text("the quick brown fox ||| jumps over the lazy dog\nhello world\n")
+    output_file = tmp_path / "features.jsonl"
+    env = dict(os.environ)
+    env.update(PYTHONPATH=REPO_ROOT + os.pathsep + env.get("PYTHONPATH", ""),
+               KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run(
+        [sys.executable, "tools/extract_features.py", "--input_file=%s" % input_file,
+         "--output_file=%s" % output_file, "--init_checkpoint=" + NAME,
+         "--bert_config_file=" + NAME, "--vocab_file=" + NAME, "--layers=-1",
+         "--max_seq_length=16", "--batch_size=2"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [json.loads(line) for line in output_file.read_text().splitlines()]
+    assert len(lines) == 2
+    assert [f["token"] for f in lines[1]["features"]] == ["[CLS]", "hello", "world", "[SEP]"]
+    assert len(lines[1]["features"][0]["layers"][0]["values"]) == 128
+    assert [path for path, _ in server.requests] == [URL_PATH]
+    assert releases.release_files_present(entry(tmp_path))

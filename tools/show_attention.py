@@ -1,0 +1,14 @@
+"""`python tools/show_attention.py`: `bert_tf.tools.show_attention` on this clone's own bert_tf.
+
+Installed, the same tool is `bert-show-attention`; `--help` shows its flags.
+"""
+
+try:  # tools/_bootstrap.py: in a clone, the clone's own bert_tf; quiet TensorFlow
+    import _bootstrap  # noqa: F401
+except ImportError:  # a tool copied out of tools/, or run by runpy: the bert_tf installed
+    pass
+
+from bert_tf.tools.show_attention import main
+
+if __name__ == "__main__":
+    main()
