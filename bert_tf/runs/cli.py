@@ -4,8 +4,10 @@ The tools (`bert_tf.tools.<name>`: the console scripts `bert-<name>`,
 `python -m bert_tf.tools.<name>`, and `python tools/<name>.py` in a clone)
 parse flags, check them, and make one call into `bert_tf.runs` (or another
 library entry point); `run(main, tool)` turns a `UserError` into one line and
-exit status 2. The flags are defined by the
-tools that call `define_*` (never at import: the library reads no flags), and
+exit status 2, and a run preempted while training (SIGTERM or Ctrl-C: a
+checkpoint at the current step, `bert_tf.training.preemption`) into exit
+status 75 (130 after a second Ctrl-C). The flags are defined by the tools
+that call `define_*` (never at import: the library reads no flags), and
 `scale_out_from_flags` hands their values to the library as a
 `bert_tf.training.scale_out.ScaleOut`.
 """
@@ -54,6 +56,38 @@ def run(main, tool=None):
             sys.stderr.write("error: %s\n" % message)
             sys.stderr.flush()
             os._exit(2)  # no traceback, no atexit noise from TensorFlow
+        except (SystemExit, KeyboardInterrupt) as e:
+            # A preemption notice (SIGTERM, Ctrl-C) during training: the trainer has
+            # written the checkpoint and logged its one line; exit 75. A second
+            # Ctrl-C: one line, exit 130. Loaded only if training ran.
+            preemption = sys.modules.get("bert_tf.training.preemption")
+            if preemption is None:
+                raise
+            if isinstance(e, preemption.Preempted):
+                status = preemption.PREEMPTED_EXIT_STATUS
+            elif isinstance(e, KeyboardInterrupt):
+                status = preemption.INTERRUPTED_EXIT_STATUS
+            else:
+                raise
+            if stderr_filter is not None:
+                stderr_filter.close()
+            if status == preemption.INTERRUPTED_EXIT_STATUS:
+                sys.stderr.write("interrupted (SIGINT): stopped without a checkpoint\n")
+            sys.stderr.flush()
+            os._exit(status)
+        except Exception as e:  # pylint: disable=broad-except
+            # A lost worker of a multi-worker job (TF_CONFIG): one line, exit 69; any
+            # other error keeps its traceback.
+            lost_worker = sys.modules.get("bert_tf.training.lost_worker")
+            lost = lost_worker and lost_worker.as_lost_worker(
+                e, *lost_worker.cluster_of(tf_config=os.environ.get("TF_CONFIG")))
+            if not lost:
+                raise
+            if stderr_filter is not None:
+                stderr_filter.close()
+            sys.stderr.write("error: %s\n" % lost)
+            sys.stderr.flush()
+            os._exit(lost_worker.EXIT_STATUS)  # at once: TensorFlow's exit would wait for it
 
     try:
         app.run(_wrapped)
@@ -185,7 +219,7 @@ def classifier_run_options(flag_values):
 
 def define_scale_out_flags(flags):
     """The new flags every training tool shares: strategy, XLA, precision, accumulation,
-    recomputation."""
+    recomputation, seed."""
     flags.DEFINE_enum(
         "distribution_strategy", None,
         ["off", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
@@ -215,6 +249,14 @@ def define_scale_out_flags(flags):
                       "Recompute each Transformer layer's activations in the backward pass "
                       "instead of keeping them: less memory (a larger batch or a longer "
                       "sequence), about a third more compute per step; the same gradients.")
+    flags.DEFINE_integer(
+        "seed", None,
+        "A reproducible run that resumes exactly: the initial weights, the training "
+        "input's order and the dropout masks follow from this seed, and TensorFlow's op "
+        "determinism is on. Two runs with one seed write the same checkpoints, and a "
+        "run killed at any point and started again with the same command ends with the "
+        "same checkpoint as a run never stopped. Default: unseeded, as the original.",
+        lower_bound=0)
 
 
 def scale_out_from_flags(flag_values):

@@ -80,16 +80,17 @@ def train_schedule(num_train_examples, train_batch_size, num_train_epochs, warmu
     return num_train_steps, int(num_train_steps * warmup_proportion)
 
 
-def train_dataset_fn(input_file, name_to_features, train_batch_size, limits=None):
+def train_dataset_fn(input_file, name_to_features, train_batch_size, limits=None, seed=None):
     """`fn(input_context)`: the per-replica training batches of a fine-tuning TFRecord file.
 
     `limits` (`input_pipeline.record_limits`): the values every record is checked against.
+    `seed` (`--seed`): a reproducible shuffle; None: unseeded, as the original.
     """
     def dataset_fn(input_context):
         return input_pipeline.create_finetuning_dataset(
             input_file, name_to_features,
             input_context.get_per_replica_batch_size(train_batch_size),
-            input_context=input_context, limits=limits)
+            input_context=input_context, limits=limits, seed=seed)
     return dataset_fn
 
 
@@ -192,7 +193,8 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
             train_file = write_records("train.tf_record", train_examples)
             log_run("Running training", num_examples=len(train_examples),
                     batch_size=train_batch_size, num_steps=num_train_steps)
-            trainer.train(train_dataset_fn(train_file, spec, train_batch_size, limits),
+            trainer.train(train_dataset_fn(train_file, spec, train_batch_size, limits,
+                                           seed=scale_out.seed),
                           train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
                           init_checkpoint=init_checkpoint,
                           save_checkpoints_steps=save_checkpoints_steps,

@@ -131,7 +131,8 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
                                num_split_examples=writer.num_features, batch_size=train_batch_size,
                                num_steps=num_train_steps)
             spec = squad_data.name_to_features(max_seq_length, is_training=True)
-            trainer.train(finetuning.train_dataset_fn(train_file, spec, train_batch_size, limits),
+            trainer.train(finetuning.train_dataset_fn(train_file, spec, train_batch_size, limits,
+                                                      seed=scale_out.seed),
                           train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
                           init_checkpoint=init_checkpoint,
                           save_checkpoints_steps=save_checkpoints_steps,

@@ -23,6 +23,16 @@ runs the steps it is asked for from the step it finds. To end where an
 interrupted run would have, ask for the steps left
 (`num_train_steps - callback.restored_step`) and continue the data where it
 stopped (e.g. `dataset.skip(...)`).
+
+A preemption notice during `fit` (SIGTERM, or a first Ctrl-C; see
+`bert_tf.training.preemption`) stops training after the current batch:
+`model.ckpt-<that step>` is written, one line is logged, and `fit` raises
+`Preempted` (a `SystemExit` with status 75: a script that does not catch it
+exits with that status, skipping what follows `fit`). A second Ctrl-C
+raises `KeyboardInterrupt` at once. The handlers are installed for the
+duration of `fit` only (the previous ones are put back at its end, or at
+the next `fit` if this one failed). Under `MultiWorkerMirroredStrategy` the
+workers do not agree on the step: use `bert_tf.training.Trainer` there.
 """
 
 from bert_tf import _backend  # noqa: F401  (Keras' TensorFlow backend, before keras)
@@ -33,8 +43,10 @@ from absl import logging  # noqa: E402
 from bert_tf.errors import UserError  # noqa: E402
 from bert_tf.training import distribute  # noqa: E402
 from bert_tf.training import optimization  # noqa: E402
+from bert_tf.training import preemption  # noqa: E402
 from bert_tf.training.output_dir import KEEP_CHECKPOINT_MAX  # noqa: E402
 from bert_tf.training.output_dir import Checkpoints  # noqa: E402
+from bert_tf.training.output_dir import checkpoint_prefix  # noqa: E402
 
 
 class CheckpointCallback(keras.callbacks.Callback):
@@ -80,6 +92,7 @@ class CheckpointCallback(keras.callbacks.Callback):
         self.last_saved = None
         self._checkpoints = None
         self._schedule_end = None  # checked once, at the first epoch of a fit
+        self._stop_requests = None  # SIGTERM / Ctrl-C handlers while fit runs
 
     def _optimizer(self):
         """The optimizer with the slots (inside any loss-scale wrapper)."""
@@ -118,6 +131,8 @@ class CheckpointCallback(keras.callbacks.Callback):
             self._checkpoints.count_from(step)
         self.restored_step = step
         self._check_steps_left(latest, step)
+        self._stop_handling()  # a previous fit that raised did not reach on_train_end
+        self._stop_requests = preemption.StopRequests().__enter__()
 
     def _check_steps_left(self, latest, step):
         """Refuses a fit with no step left in the schedule (steps past it: a warning, below)."""
@@ -149,11 +164,26 @@ class CheckpointCallback(keras.callbacks.Callback):
         step = self._step()
         if self._checkpoints.due(step):
             self._save(step)
+        if self._stop_requests is not None and self._stop_requests.requested:
+            self.model.stop_training = True
 
     def on_train_end(self, logs=None):
         step = self._step()
         if step != self._checkpoints.saved_step:
             self._save(step)
+        requested = self._stop_requests.requested if self._stop_requests else None
+        self._stop_handling()
+        if requested:
+            prefix = checkpoint_prefix(self.output_dir, step)
+            message = preemption.preempted_message(requested, step, prefix)
+            logging.warning("%s", message)
+            raise preemption.Preempted(message, cause=requested, step=step, checkpoint=prefix)
+
+    def _stop_handling(self):
+        """Puts back the signal handlers `fit` found."""
+        requests, self._stop_requests = self._stop_requests, None
+        if requests is not None:
+            requests.__exit__(None, None, None)
 
     def _save(self, step):
         prefix = self._checkpoints.save(self.model, self._optimizer(), step)

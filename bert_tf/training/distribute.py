@@ -29,6 +29,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.errors import UserError
+from bert_tf.training import lost_worker
 
 STRATEGIES = ("off", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 ALL_REDUCE_ALGORITHMS = ("auto", "ring", "nccl")
@@ -171,7 +172,8 @@ def connect_tpu(tpu_name=None, tpu_zone=None, gcp_project=None, master=None,
 
 
 def get_strategy(distribution_strategy="off", num_gpus=None, tpu=None, tpu_zone=None,
-                 gcp_project=None, all_reduce_alg="auto", master=None):
+                 gcp_project=None, all_reduce_alg="auto", master=None,
+                 heartbeat_timeout=lost_worker.HEARTBEAT_TIMEOUT):
     """Returns the `tf.distribute.Strategy` named by `distribution_strategy`.
 
     Args:
@@ -193,6 +195,10 @@ def get_strategy(distribution_strategy="off", num_gpus=None, tpu=None, tpu_zone=
         of multi_worker_mirrored; "nccl" also picks `NcclAllReduce` for mirrored.
       master: the original's `--master`: the TPU's grpc:// address when `tpu`
         is not given.
+      heartbeat_timeout: multi_worker_mirrored: seconds without a heartbeat
+        after which a worker counts as lost; the others then stop with
+        `bert_tf.training.lost_worker.LostWorker` instead of waiting for it
+        (a worker that dies outright is noticed at once).
 
     Returns:
       A `tf.distribute.Strategy`; never None. The devices it uses are logged.
@@ -235,6 +241,7 @@ def get_strategy(distribution_strategy="off", num_gpus=None, tpu=None, tpu_zone=
             "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
         }[all_reduce_alg]
         _check_tf_config()
+        _configure_coordination_service(heartbeat_timeout)
         strategy = tf.distribute.MultiWorkerMirroredStrategy(
             communication_options=tf.distribute.experimental.CommunicationOptions(
                 implementation=implementation))
@@ -262,6 +269,31 @@ def _check_tf_config():
     except (ValueError, KeyError, TypeError):
         raise UserError("TF_CONFIG is not a valid cluster spec (needs \"cluster\" and "
                         "\"task\": {\"type\", \"index\"}): %s" % raw[:200]) from None
+
+
+def _configure_coordination_service(heartbeat_timeout):
+    """The coordination service `MultiWorkerMirroredStrategy` starts, with our heartbeat timeout.
+
+    The same service the strategy configures itself (its leader, the chief and
+    worker jobs), set up first so that its heartbeat timeout is ours.
+    """
+    if heartbeat_timeout is None:
+        return
+    if not heartbeat_timeout > 0:
+        raise UserError("the heartbeat timeout must be positive, got %r" % (heartbeat_timeout,))
+    from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
+    from tensorflow.python.eager import context
+
+    cluster, task = lost_worker.cluster_of(tf_config=os.environ.get("TF_CONFIG"))
+    if (cluster is None or task[0] not in lost_worker.COORDINATED_JOBS
+            or context.context().coordination_service is not None):
+        return
+    jobs = [coordination_config_pb2.CoordinatedJob(name=job, num_tasks=len(cluster[job]))
+            for job in lost_worker.COORDINATED_JOBS if cluster.get(job)]
+    leader = "/job:%s/replica:0/task:%d" % lost_worker.coordination_leader(cluster)
+    context.context().configure_coordination_service(
+        service_type="standalone", service_leader=leader, coordinated_jobs=jobs,
+        heartbeat_timeout_in_ms=int(heartbeat_timeout * 1000))
 
 
 def task_info(strategy):

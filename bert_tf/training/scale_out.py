@@ -2,7 +2,7 @@
 
 `ScaleOut` holds what the training tools' new flags say (`--distribution_strategy`,
 `--num_gpus`, `--use_xla`, `--mixed_precision`, `--num_accumulation_steps`,
-`--optimizer_type`, `--log_steps`, `--gradient_checkpointing`) and the original's
+`--optimizer_type`, `--log_steps`, `--gradient_checkpointing`, `--seed`) and the original's
 TPU flags (`--use_tpu`, `--tpu_name`, `--tpu_zone`, `--gcp_project`, `--master`,
 `--num_tpu_cores`), and makes what they ask for: the `tf.distribute.Strategy`
 (`create_strategy`, before any TensorFlow op runs: MultiWorkerMirroredStrategy
@@ -20,6 +20,7 @@ the model options of the config (`configure_model`). The runs
 import dataclasses
 from typing import Optional
 
+import tensorflow as tf
 from absl import logging
 
 from bert_tf.errors import UserError
@@ -45,6 +46,14 @@ class ScaleOut(object):
       log_steps: log progress and write summaries at least this often.
       gradient_checkpointing: recompute each encoder layer's activations in the
         backward pass (`BertModel`'s option; see `configure_model`).
+      seed: None (unseeded, as the original) or an int >= 0: a reproducible
+        run that resumes exactly. The initial weights, the input order and
+        the dropout masks follow from it (`Trainer`'s `seed`; the runs pass it
+        to their training input pipelines), and `create_strategy`
+        turns on TensorFlow's op determinism. Two runs with one seed write the
+        same checkpoints; a run killed at any point and run again ends with
+        the checkpoint of a run never stopped (float32 or bf16; fp16's loss
+        scale is not in the checkpoint).
     """
 
     distribution_strategy: Optional[str] = None
@@ -61,6 +70,7 @@ class ScaleOut(object):
     optimizer_type: str = "adamw"
     log_steps: int = LOG_STEPS
     gradient_checkpointing: bool = False
+    seed: Optional[int] = None
 
     def strategy_name(self):
         """The strategy asked for: tpu with --use_tpu, mirrored with --num_gpus > 1, one_device
@@ -79,7 +89,26 @@ class ScaleOut(object):
         return "off"
 
     def create_strategy(self):
-        """The `tf.distribute.Strategy` (call it before any TensorFlow op runs)."""
+        """The `tf.distribute.Strategy` (call it before any TensorFlow op runs).
+
+        With a `seed`, TensorFlow's op determinism is turned on first (for the
+        process: `tf.config.experimental.enable_op_determinism`), so every op
+        gives the same bits on every run, and TensorFlow's global seed is set
+        to it (`tf.random.set_seed`).
+        """
+        if self.seed is not None:
+            if isinstance(self.seed, bool) or int(self.seed) < 0:
+                raise UserError("--seed must be a non-negative integer, got %r" % (self.seed,))
+            tf.config.experimental.enable_op_determinism()
+            # A random op without a seed of its own then draws from this one (op
+            # determinism refuses an unseeded random op).
+            tf.random.set_seed(self.seed)
+            logging.info("--seed=%d: initial weights, input order and dropout masks follow "
+                         "from it; op determinism is on", self.seed)
+            if self.mixed_precision == "fp16":
+                logging.warning("--seed with --mixed_precision=fp16: the dynamic loss scale is "
+                                "not in the checkpoint, so a resumed run is not exact (use "
+                                "float32 or bf16 for exact resume)")
         strategy = distribute.get_strategy(
             self.strategy_name(), num_gpus=self.num_gpus, tpu=self.tpu_name,
             tpu_zone=self.tpu_zone, gcp_project=self.gcp_project, master=self.master)
@@ -92,7 +121,7 @@ class ScaleOut(object):
     def trainer_options(self):
         """The keyword arguments of `Trainer` these options set (precision, XLA, logging)."""
         return {"mixed_precision": self.mixed_precision, "use_xla": self.use_xla,
-                "log_steps": self.log_steps}
+                "log_steps": self.log_steps, "seed": self.seed}
 
     def configure_model(self, bert_config):
         """`bert_config` with the model options these flags set (`gradient_checkpointing`)."""

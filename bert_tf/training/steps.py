@@ -10,11 +10,19 @@ with SUM) and micro-batches, the gradient is exactly that of the original's
 loss on the global batch; the optimizer then clips it by global norm 1.0 and
 updates.
 
+With a seed (`dropout_seed`), every dropout mask is keyed: the masks of a
+step are a function of (seed, global_step, replica, micro-batch, layer)
+(`dropout_key`, `bert_tf.modeling.layers.dropout.keyed_seeds`), so a run
+resumed from a checkpoint draws the same masks as the run that was never
+stopped.
+
 `bert_tf.tasks.task_model.TaskModel` makes the same replica step Keras's
 `train_step`.
 """
 
 import tensorflow as tf
+
+from bert_tf.modeling.layers import dropout as dropout_lib
 
 
 def split_micro_batches(features, num_micro_batches):
@@ -32,6 +40,22 @@ def _to_dense(gradient):
     return tf.convert_to_tensor(gradient)
 
 
+def dropout_key(seed, global_step, replica_id=0, micro_batch=0):
+    """The [2] int64 key of one forward pass's dropout masks (see `keyed_seeds`).
+
+    Args:
+      seed: int >= 0, the run's seed (`--seed`).
+      global_step: int64 scalar, the step being taken (before its update).
+      replica_id: the replica's index in its sync group.
+      micro_batch: the accumulation micro-batch's index.
+    """
+    seed = int(seed)
+    key = tf.constant([seed % (1 << 31), (seed >> 31) % (1 << 31)], tf.int64)
+    for value in (global_step, replica_id, micro_batch):
+        key = tf.random.experimental.stateless_fold_in(key, tf.cast(value, tf.int64))
+    return key
+
+
 def _accumulated_gradients(compute_gradients, features, normalizers, num_micro_batches,
                            variables, metric_keys):
     """Sums the gradients (and losses, metric sums) of the micro-batches of `features`."""
@@ -43,7 +67,7 @@ def _accumulated_gradients(compute_gradients, features, normalizers, num_micro_b
 
     def body(i, loss_sum, metric_values, accumulated):
         micro = tf.nest.map_structure(lambda x: tf.gather(x, i), micro_batches)
-        loss, metrics, grads = compute_gradients(micro, normalizers)
+        loss, metrics, grads = compute_gradients(micro, normalizers, i)
         if not has_gradient:
             has_gradient.extend(g is not None for g in grads)
         accumulated = [a if g is None else a + tf.cast(_to_dense(g), a.dtype)
@@ -92,7 +116,7 @@ def whole_step_compiles(strategy):
 
 
 def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, use_xla=False,
-                             loss_scaling=False):
+                             loss_scaling=False, dropout_seed=None):
     """One replica's training step: loss, gradients, one optimizer update.
 
     With `use_xla`, the whole step (forward, backward, accumulation, the
@@ -102,17 +126,30 @@ def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, u
     devices) each micro-batch's forward and backward pass is compiled and the
     update runs outside XLA.
 
+    With `dropout_seed` (an int), each micro-batch's dropout masks are keyed
+    by (dropout_seed, global_step, replica, micro-batch) (`dropout_key`);
+    None: each `Dropout` draws from its own seed generator.
+
     Returns:
       `fn(features) -> float32 [1 + len(task.metric_sum_keys)]`: this
       replica's share of the loss, then its metric sums (one vector, so the
       cross-replica reduction is one collective).
     """
     metric_keys = tuple(task.metric_sum_keys)
+    dropouts = dropout_lib.dropout_layers(model) if dropout_seed is not None else None
 
-    def compute_gradients(features, normalizers):
+    def compute_gradients(features, normalizers, micro_batch=0):
         variables = model.trainable_variables
         with tf.GradientTape() as tape:
-            loss, metrics = task.compute_loss(model, features, normalizers, training=True)
+            if dropouts is None:
+                loss, metrics = task.compute_loss(model, features, normalizers, training=True)
+            else:
+                step = getattr(optimizer, "inner_optimizer", optimizer).iterations
+                replica_id = tf.distribute.get_replica_context().replica_id_in_sync_group
+                key = dropout_key(dropout_seed, step, replica_id, micro_batch)
+                with dropout_lib.keyed_seeds(dropouts, key):
+                    loss, metrics = task.compute_loss(model, features, normalizers,
+                                                      training=True)
             scaled_loss = optimizer.scale_loss(loss) if loss_scaling else loss
         return loss, metrics, tape.gradient(scaled_loss, variables)
 
@@ -155,27 +192,53 @@ def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, u
     return xla_replica_step
 
 
-def build_train_loop(strategy, task, replica_step):
-    """`loop(iterator, num_steps) -> (losses [num_steps], metric sums)`, one host call.
+def build_train_loop(strategy, task, replica_step, stop_flag=None):
+    """`loop(iterator, num_steps) -> (losses [num_steps], metric sums, stopped)`, one host call.
 
-    The loop stops early at a non-finite loss (the caller raises).
+    The loop stops early at a non-finite loss (the caller raises), and when
+    `stop_flag` (a float32 scalar `tf.Variable` on the host; a preemption
+    notice sets it > 0 while the loop runs) asks it to: with one worker, it
+    is read before each step, so the step under way when it is set is the
+    last; under `MultiWorkerMirroredStrategy`, each worker's flag, read as a
+    step starts, is summed across workers with that step's results (no extra
+    collective), so every worker stops after the same step, the first one
+    that started after any worker's flag was set. `stopped` (a bool tensor)
+    says the loop ended so.
     """
     keys = tuple(task.metric_sum_keys)
+    agree = stop_flag is not None and isinstance(
+        strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+    def replica_step_and_stop_flag(features, stop):
+        return tf.concat([replica_step(features), tf.reshape(stop, [1])], axis=0)
 
     @tf.function
     def train_loop(iterator, num_steps):
         losses = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
         # Defined before the loop, so autograph traces the step only once.
         metric_sums = {k: tf.constant(0.0) for k in keys}
+        stopped = tf.constant(False)
         for i in tf.range(num_steps):
-            per_replica = strategy.run(replica_step, args=(next(iterator),))
+            if stop_flag is not None and not agree:
+                if stop_flag.read_value() > 0.0:
+                    stopped = tf.constant(True)
+                    break
+            if agree:
+                per_replica = strategy.run(replica_step_and_stop_flag,
+                                           args=(next(iterator), stop_flag.read_value()))
+            else:
+                per_replica = strategy.run(replica_step, args=(next(iterator),))
             values = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
             loss = values[0]
             losses = losses.write(i, loss)
             metric_sums = {k: metric_sums[k] + values[j + 1] for j, k in enumerate(keys)}
             if not tf.math.is_finite(loss):
                 break
-        return losses.stack(), metric_sums
+            if agree:
+                if values[-1] > 0.0:
+                    stopped = tf.constant(True)
+                    break
+        return losses.stack(), metric_sums, stopped
 
     return train_loop
 

@@ -33,6 +33,9 @@ Example:
   write_eval_results(results, "/tmp/out/eval_results.txt")
 """
 
+import contextlib
+import functools
+import random
 import time
 
 from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
@@ -49,8 +52,10 @@ from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.modeling.precision import dtype_policy
 from bert_tf.training import distribute
+from bert_tf.training import lost_worker
 from bert_tf.training import optimization
 from bert_tf.training import output_dir as output_dir_lib
+from bert_tf.training import preemption
 from bert_tf.training import steps as steps_lib
 from bert_tf.training.progress import LOG_STEPS
 from bert_tf.training.progress import TrainProgress
@@ -66,10 +71,64 @@ class NonFiniteLossError(UserError):
     """The loss became NaN or infinite; training stopped without saving."""
 
 
+@contextlib.contextmanager
+def _seeded_python_random(seed):
+    """Within (with a seed): Python's `random` seeded, its state restored after.
+
+    Keras draws each unseeded initializer's seed (and each layer's seed
+    generator's) from Python's `random` as the layer is built: seeded, the
+    model's initial weights are a function of `seed`.
+    """
+    if seed is None:
+        yield
+        return
+    state = random.getstate()
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        random.setstate(state)
+
+
 def _check_positive(**values):
     for flag, value in values.items():
         if value is None or int(value) <= 0:
             raise UserError("--%s must be a positive integer, got %r" % (flag, value))
+
+
+def _resumed_input(dataset_fn, global_step):
+    """`dataset_fn` from the batch after those the first `global_step` steps consumed.
+
+    Each step takes one batch of each input pipeline per replica it feeds
+    (accumulation splits that batch), so a deterministic dataset (a seeded
+    shuffle, a deterministic interleave) continues exactly where an
+    uninterrupted run would be: the skipped batches are read and dropped
+    (the order is only known by reading it; no state beyond global_step is
+    needed, so the checkpoint stays Google's).
+    """
+    def resumed(input_context):
+        per_pipeline = max(1, input_context.num_replicas_in_sync
+                           // max(1, input_context.num_input_pipelines))
+        skip = global_step * per_pipeline
+        logging.info("Input resumes after %d batch(es) of this input pipeline (global_step %d)",
+                     skip, global_step)
+        return dataset_fn(input_context).skip(skip)
+    return resumed
+
+
+def _stopping_at_preemption_notices(train):
+    """`train` with SIGTERM / Ctrl-C handlers for its duration (the previous ones after)."""
+    @functools.wraps(train)
+    def wrapper(self, *args, **kwargs):
+        self._stop_flag.assign(0.0)
+        with preemption.StopRequests(
+                on_request=lambda name: self._stop_flag.assign(1.0)) as requests:
+            self._stop_requests = requests
+            try:
+                return train(self, *args, **kwargs)
+            finally:
+                self._stop_requests = None
+    return wrapper
 
 
 class Trainer(object):
@@ -84,12 +143,18 @@ class Trainer(object):
       use_xla: bool; compiles each replica's forward and backward pass with XLA.
       keep_checkpoint_max: how many `model.ckpt-N` to keep (the Estimator's 5).
       log_steps: log progress (and write summaries) at least every this many steps.
+      seed: None (the default: unseeded, as the original) or an int >= 0 for a
+        reproducible run that resumes exactly (`--seed`): the initial weights
+        are drawn from it, dropout masks are keyed by (seed, global_step,
+        replica, micro-batch, layer) and `train` resumes the input at the
+        next unseen batch (see `train`).
 
     The model is built in the constructor (`self.model`).
     """
 
     def __init__(self, strategy, task, output_dir, mixed_precision=None, use_xla=False,
-                 keep_checkpoint_max=output_dir_lib.KEEP_CHECKPOINT_MAX, log_steps=LOG_STEPS):
+                 keep_checkpoint_max=output_dir_lib.KEEP_CHECKPOINT_MAX, log_steps=LOG_STEPS,
+                 seed=None):
         _check_positive(log_steps=log_steps)
         self.strategy = strategy
         self.task = task
@@ -103,7 +168,10 @@ class Trainer(object):
         self.checkpoints = output_dir_lib.Checkpoints(output_dir,
                                                       keep_checkpoint_max=keep_checkpoint_max,
                                                       is_chief=self.is_chief)
-        with dtype_policy(mixed_precision), strategy.scope():
+        if seed is not None and (isinstance(seed, bool) or int(seed) < 0):
+            raise UserError("--seed must be a non-negative integer, got %r" % (seed,))
+        self.seed = None if seed is None else int(seed)
+        with dtype_policy(mixed_precision), strategy.scope(), _seeded_python_random(self.seed):
             self.model = task.build_model()
         self.optimizer = None
         self.global_step = 0
@@ -111,6 +179,11 @@ class Trainer(object):
         self._train_loops = {}
         self._eval_loop = None
         self._predict_step = None
+        # Set (> 0) by a preemption notice while `train` runs; the train loop
+        # reads it before each step (bert_tf.training.preemption).
+        with tf.device("CPU:0"):
+            self._stop_flag = tf.Variable(0.0, trainable=False, name="stop_requested")
+        self._stop_requests = None
 
     # ------------------------------------------------------------- checkpoints
 
@@ -197,9 +270,10 @@ class Trainer(object):
         if num_accumulation_steps not in self._train_loops:
             replica_step = steps_lib.build_replica_train_step(
                 self.task, self.model, self.optimizer, num_accumulation_steps,
-                use_xla=self.use_xla, loss_scaling=self.mixed_precision == "fp16")
+                use_xla=self.use_xla, loss_scaling=self.mixed_precision == "fp16",
+                dropout_seed=self.seed)
             self._train_loops[num_accumulation_steps] = steps_lib.build_train_loop(
-                self.strategy, self.task, replica_step)
+                self.strategy, self.task, replica_step, stop_flag=self._stop_flag)
         return self._train_loops[num_accumulation_steps]
 
     def _next_chunk(self, step, num_train_steps, iterations_per_loop):
@@ -220,6 +294,18 @@ class Trainer(object):
                 "last good checkpoint is %s" % (losses[bad[0]], step + int(bad[0]) + 1,
                                                 latest or "none (no checkpoint was written)"))
 
+    def _preempted(self, step):
+        """After a stop request (here or on another worker): the checkpoint, one line, Preempted."""
+        if self.checkpoints.saved_step != step:
+            self.save(step)
+        requested = self._stop_requests.requested if self._stop_requests else None
+        cause = requested or "a notice on another worker"
+        prefix = output_dir_lib.checkpoint_prefix(self.output_dir, step)
+        message = preemption.preempted_message(cause, step, prefix)
+        logging.warning("%s", message)
+        raise preemption.Preempted(message, cause=cause, step=step, checkpoint=prefix)
+
+    @_stopping_at_preemption_notices
     def train(self, dataset_fn, train_batch_size, num_train_steps, learning_rate,
               num_warmup_steps, init_checkpoint=None, save_checkpoints_steps=1000,
               iterations_per_loop=1000, num_accumulation_steps=1, optimizer_type="adamw"):
@@ -242,6 +328,12 @@ class Trainer(object):
             micro-batches and sum their gradients before one update (the same
             update as the whole batch, with a fraction of the activation memory).
 
+        With the trainer's `seed`, `dataset_fn` must give the same batches in
+        the same order on every call (a seeded shuffle, as the runs' pipelines
+        with `seed=`): a run that resumes at global_step N skips the batches
+        of the first N steps (`_resumed_input`), so with the keyed dropout
+        masks it ends with the checkpoint of a run that was never stopped.
+
         Returns:
           A list of dicts, one per host loop: `step` (global_step after it),
           `losses` (numpy [steps]), `loss`, `learning_rate`, `steps_per_sec`,
@@ -250,6 +342,13 @@ class Trainer(object):
         Raises:
           UserError: bad arguments; `NonFiniteLossError` on a NaN/Inf loss
           (nothing is saved; the last checkpoint stays the last good one).
+          `bert_tf.training.preemption.Preempted` (a `SystemExit`, status 75)
+          after SIGTERM or a first Ctrl-C while training: the step under way
+          finishes (under MultiWorkerMirroredStrategy, every worker stops after
+          the same step, the first to start after any worker's notice),
+          `model.ckpt-<that step>` is written and one line is logged; a second
+          Ctrl-C raises KeyboardInterrupt at once, without a checkpoint. The
+          handlers are installed (main thread only) for the duration of `train`.
         """
         num_replicas = self.strategy.num_replicas_in_sync
         _check_positive(num_train_steps=num_train_steps, train_batch_size=train_batch_size,
@@ -279,6 +378,8 @@ class Trainer(object):
                      train_batch_size, num_replicas, num_accumulation_steps,
                      train_batch_size // (num_replicas * num_accumulation_steps))
         logging.info("  Num steps = %d (starting at global_step %d)", num_train_steps, step)
+        if self.seed is not None and step:
+            dataset_fn = _resumed_input(dataset_fn, step)
         iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
         train_loop = self._train_loop(num_accumulation_steps)
         progress = TrainProgress(self.output_dir if self.is_chief else None, num_train_steps,
@@ -294,22 +395,32 @@ class Trainer(object):
         while step < num_train_steps:
             chunk = self._next_chunk(step, num_train_steps, iterations_per_loop)
             loop_start = time.time()
-            # A bad input record (checked in tf.data) stops the run with one line.
-            with input_pipeline.bad_records_as_user_errors():
-                losses, metric_sums = train_loop(iterator, tf.constant(chunk, tf.int32))
+            # A bad input record (checked in tf.data) stops the run with one line,
+            # and so does a lost worker of a multi-worker job.
+            with input_pipeline.bad_records_as_user_errors(), \
+                    lost_worker.lost_workers_as_errors(self.strategy, step, self.output_dir,
+                                                       output_dir_lib.latest_checkpoint):
+                losses, metric_sums, stopped = train_loop(iterator,
+                                                          tf.constant(chunk, tf.int32))
                 losses = losses.numpy()
             self._check_finite(losses, step)
             new_step = int(self.base_optimizer.iterations.numpy())
             steps_done, step = new_step - step, new_step
             self.global_step = step
             train_metrics = self.task.train_metrics({k: float(v) for k, v in metric_sums.items()})
-            history.append(progress.record(step, losses, time.time() - loop_start,
-                                           float(schedule(max(step - 1, 0))), train_metrics))
+            if len(losses):
+                history.append(progress.record(step, losses, time.time() - loop_start,
+                                               float(schedule(max(step - 1, 0))), train_metrics))
             if steps_done and (self.checkpoints.due(step) or step >= num_train_steps):
                 self.save(step)
+            if bool(stopped):  # a stop request, here or on another worker
+                progress.close()
+                self._preempted(step)
         if self.checkpoints.saved_step != step:
             self.save(step)
         progress.close()
+        if self._stop_requests is not None and self._stop_requests.requested:
+            self._preempted(step)  # the notice came after the last step: skip what follows
         logging.info("Training done: global_step %d, %d steps in %s", step, step - first_step,
                      format_duration(time.time() - progress.start_time))
         return history

@@ -19,6 +19,12 @@ the second time in the backward pass. Each `Dropout` draws its seed from its
 own seed generator once per call, so the recomputing caller draws the seeds
 first (`draw_seeds`) and runs both passes under `replay_seeds`: the same masks
 in both, and the same masks as without recomputation.
+
+Keyed masks (a training run with a seed, `keyed_seeds`): the i-th `Dropout` of
+a model drops with the seed `stateless_fold_in(key, i)`, the key made from the
+run's seed and the global step (`bert_tf.training.steps`), instead of its
+seed generator's next seed. A run resumed from a checkpoint at step N then
+draws the same masks for step N + 1 as the run that was never stopped.
 """
 
 import contextlib
@@ -83,22 +89,58 @@ class Dropout(keras.layers.Dropout):
     def call(self, inputs, training=False):
         if not training or self.rate <= 0 or self.noise_shape is not None:
             return super().call(inputs, training=training)
-        seed = self.__dict__.get("_replayed_seeds", {}).get(threading.get_ident())
+        seed = _replayed_seed(self)
         if seed is None:
             seed = self.seed_generator.next()
         return dropout(inputs, self.rate, seed)
+
+
+def _replayed_seed(layer):
+    return layer.__dict__.get("_replayed_seeds", {}).get(threading.get_ident())
 
 
 def draw_seeds(layers, training):
     """One seed per `Dropout` of `layers` that would draw one in a call with `training`.
 
     Each is what the layer's own call would draw (its seed generator moves on as
-    in that call); None for a layer that draws none (not training, rate 0, or
-    a `noise_shape`: Keras's own dropout).
+    in that call, or its seed of an enclosing `replay_seeds` / `keyed_seeds`);
+    None for a layer that draws none (not training, rate 0, or a `noise_shape`:
+    Keras's own dropout).
     """
-    return [layer.seed_generator.next()
-            if training and layer.rate > 0 and layer.noise_shape is None else None
-            for layer in layers]
+    seeds = []
+    for layer in layers:
+        seed = None
+        if training and layer.rate > 0 and layer.noise_shape is None:
+            seed = _replayed_seed(layer)
+            if seed is None:
+                seed = layer.seed_generator.next()
+        seeds.append(seed)
+    return seeds
+
+
+def dropout_layers(model):
+    """The `Dropout` layers of `model` (a Keras model or layer), in its tracking order.
+
+    The order is that of the model's construction, the same in every process
+    that builds the same model: `keyed_seeds` numbers the layers by it.
+    """
+    return [layer for layer in model._flatten_layers()  # pylint: disable=protected-access
+            if isinstance(layer, Dropout)]
+
+
+def keyed_seeds(layers, key):
+    """Within: the i-th `Dropout` of `layers` drops with the seed `stateless_fold_in(key, i)`.
+
+    Args:
+      layers: the `Dropout` layers (`dropout_layers(model)`).
+      key: [2] int32 or int64 Tensor, e.g. the run's seed folded with the
+        global step (see `bert_tf.training.steps`).
+
+    As `replay_seeds` (per thread, each layer called at most once within).
+    """
+    key = tf.convert_to_tensor(key)
+    seeds = [tf.random.experimental.stateless_fold_in(key, i) for i in range(len(layers))]
+    return replay_seeds(layers, seeds)
 
 
 @contextlib.contextmanager
@@ -110,11 +152,19 @@ def replay_seeds(layers, seeds):
     threads of their own, each with its own seeds.
     """
     thread = threading.get_ident()
+    missing = object()
+    previous = []
     for layer, seed in zip(layers, seeds):
         # In the instance's __dict__: Keras tracks nothing of it.
-        layer.__dict__.setdefault("_replayed_seeds", {})[thread] = seed
+        replayed = layer.__dict__.setdefault("_replayed_seeds", {})
+        previous.append(replayed.get(thread, missing))
+        replayed[thread] = seed
     try:
         yield
     finally:
-        for layer in layers:
-            layer.__dict__["_replayed_seeds"].pop(thread, None)
+        # An enclosing replay (`keyed_seeds` around a recomputed layer's) keeps its seeds.
+        for layer, seed in zip(layers, previous):
+            if seed is missing:
+                layer.__dict__["_replayed_seeds"].pop(thread, None)
+            else:
+                layer.__dict__["_replayed_seeds"][thread] = seed
