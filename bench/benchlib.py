@@ -296,3 +296,17 @@ def child_env(**overrides):
         else:
             env[key] = value
     return env
+
+
+def num_predictions(seq_length):
+    """A pre-training step's masked positions: 0.15 x seq_length rounded up to a multiple of 4."""
+    return -(-15 * seq_length // 400) * 4
+
+
+def status_kb(field):
+    """This process's `field` of /proc/self/status in kB (VmRSS, VmHWM); 0 where absent."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0

@@ -49,24 +49,11 @@ OVER_BUDGET_EXIT = 3
 GIB = 1 << 30
 
 
-def num_predictions(seq_length):
-    """0.15 x seq_length rounded up to a multiple of 4."""
-    return -(-15 * seq_length // 400) * 4
-
-
-def _status_kb(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
 def _stop_past(budget_bytes):
     """Exits the process (status OVER_BUDGET_EXIT) once its resident memory passes the budget."""
     def watch():
         while True:
-            if _status_kb("VmRSS") * 1024 > budget_bytes:
+            if benchlib.status_kb("VmRSS") * 1024 > budget_bytes:
                 os._exit(OVER_BUDGET_EXIT)  # pylint: disable=protected-access
             time.sleep(0.02)
     threading.Thread(target=watch, daemon=True).start()
@@ -91,7 +78,7 @@ def step(args):
 
     config = BertConfig.from_json_file(args.bert_config_file)
     config.gradient_checkpointing = args.gradient_checkpointing
-    b, s, p = args.batch_size, args.seq_length, num_predictions(args.seq_length)
+    b, s, p = args.batch_size, args.seq_length, benchlib.num_predictions(args.seq_length)
     rng = np.random.RandomState(0)
     low = min(1000, config.vocab_size // 2)
     features = {
@@ -110,12 +97,12 @@ def step(args):
     inputs = {k: tf.constant(v) for k, v in features.items()}
     if gpu:
         tf.config.experimental.reset_memory_stats("GPU:0")
-    rss_built = _status_kb("VmRSS")
+    rss_built = benchlib.status_kb("VmRSS")
     start = time.perf_counter()
     loss = model.train_on_batch(inputs, return_dict=True)["loss"]
     seconds = time.perf_counter() - start
     peak = (tf.config.experimental.get_memory_info("GPU:0")["peak"] if gpu
-            else _status_kb("VmHWM") * 1024)
+            else benchlib.status_kb("VmHWM") * 1024)
     print(json.dumps({"peak_bytes": int(peak), "rss_built_bytes": rss_built * 1024,
                       "seconds": seconds, "loss": float(loss)}))
 

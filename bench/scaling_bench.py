@@ -43,7 +43,10 @@ import subprocess
 import sys
 import time
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(BENCH)
+sys.path.insert(0, BENCH)
+import benchlib  # noqa: E402
 BERT_BASE = os.path.join(REPO_ROOT, "configs", "uncased_L-12_H-768_A-12.json")
 MODES = ("forward", "train")
 PRECISIONS = ("fp32", "bf16")
@@ -67,19 +70,6 @@ def default_points(precisions):
 QUICK_POINTS = [("forward", "fp32", 128, 8), ("forward", "fp32", 512, 8),
                 ("forward", "fp32", 128, 1), ("forward", "fp32", 128, 64),
                 ("train", "fp32", 128, 8), ("train", "fp32", 128, 32)]
-
-
-def num_predictions(seq_length):
-    """0.15 x seq_length rounded up to a multiple of 4."""
-    return -(-15 * seq_length // 400) * 4
-
-
-def _status_kb(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def point(args):
@@ -116,7 +106,7 @@ def point(args):
     else:
         from bert_tf.training import optimization
         from bert_tf.tasks.pretraining import BertPretrainer
-        p = num_predictions(s)
+        p = benchlib.num_predictions(s)
         features["masked_lm_positions"] = np.stack(
             [np.sort(rng.choice(np.arange(1, s), p, replace=False)) for _ in range(b)]
         ).astype(np.int32)
@@ -132,7 +122,7 @@ def point(args):
         def run():
             return model.train_on_batch(inputs, return_dict=True)
 
-    rss_built = _status_kb("VmRSS")
+    rss_built = benchlib.status_kb("VmRSS")
     seconds = []
     for i in range(args.warmup + args.steps):
         start = time.perf_counter()
@@ -140,8 +130,8 @@ def point(args):
         if i >= args.warmup:
             seconds.append(time.perf_counter() - start)
     print(json.dumps({"seconds": seconds, "rss_built_kb": rss_built,
-                      "vmhwm_kb": _status_kb("VmHWM"),
-                      "num_predictions": num_predictions(s) if args.mode == "train" else 0}))
+                      "vmhwm_kb": benchlib.status_kb("VmHWM"),
+                      "num_predictions": benchlib.num_predictions(s) if args.mode == "train" else 0}))
 
 
 def parse_points(text):

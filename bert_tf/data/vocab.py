@@ -25,8 +25,10 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf.errors import UserError
+from bert_tf.tokenization.full_tokenizer import SPECIAL_TOKENS
 
-RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# The reserved tokens every BERT vocab starts with: the tokenizer's special tokens.
+RESERVED_TOKENS = SPECIAL_TOKENS
 
 
 def reserved_tokens(num_unused_tokens=0):
