@@ -319,9 +319,8 @@ def probe(args, prep):
     if pretrain_dir is None:
         checkpoints = [prep["ckpt"]]
     else:
-        steps = sorted(int(n[len("model.ckpt-"):-len(".index")]) for n in os.listdir(pretrain_dir)
-                       if n.startswith("model.ckpt-") and n.endswith(".index"))
-        checkpoints = [os.path.join(pretrain_dir, "model.ckpt-%d" % s) for s in steps]
+        checkpoints = [os.path.join(pretrain_dir, "model.ckpt-%d" % s)
+                       for s in _checkpoint_steps(pretrain_dir)]
     rows = _checkpoint_child(args, prep, "probe", checkpoints)
     for row in rows:
         _log("  %s: pooled_output std across dev examples %.3g, [CLS] std %.3g",
@@ -352,10 +351,14 @@ def run_ours(args, prep, seed):
     return results
 
 
+def _checkpoint_steps(directory):
+    """The N of every model.ckpt-N in `directory`, ascending."""
+    return sorted(int(n[len("model.ckpt-"):-len(".index")]) for n in os.listdir(directory)
+                  if n.startswith("model.ckpt-") and n.endswith(".index"))
+
+
 def _latest_checkpoint(directory):
-    steps = [int(n[len("model.ckpt-"):-len(".index")]) for n in os.listdir(directory)
-             if n.startswith("model.ckpt-") and n.endswith(".index")]
-    return os.path.join(directory, "model.ckpt-%d" % max(steps))
+    return os.path.join(directory, "model.ckpt-%d" % _checkpoint_steps(directory)[-1])
 
 
 def run_original(args, prep, seed):
