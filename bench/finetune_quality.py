@@ -115,29 +115,38 @@ def _run(command, log_file, env=None):
 
 # ------------------------------------------------------------------ children
 
-def _probe(args):
-    """Child: the spread of pooled_output / [CLS] across the dev examples, per checkpoint."""
+def _dev_features(args):
+    """Child side: the config, the dev set's labels and features ({name: int32 array}), label ids."""
     sys.path.insert(0, REPO_ROOT)
     import numpy as np  # pylint: disable=g-import-not-at-top
-    from bert_tf.modeling import checkpoint  # pylint: disable=g-import-not-at-top
     from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
     from bert_tf.modeling.config import BertConfig  # pylint: disable=g-import-not-at-top
     from bert_tf.data import classifier_data  # pylint: disable=g-import-not-at-top
-    from bert_tf.modeling.bert_model import BertModel  # pylint: disable=g-import-not-at-top
 
     config = BertConfig.from_json_file(args.probe_config)
     tokenizer = tokenization.FullTokenizer(args.probe_vocab, do_lower_case=True)
     processor = classifier_data.get_processor("mrpc")
+    labels = processor.get_labels()
     features = classifier_data.convert_examples_to_features(
-        processor.get_dev_examples(args.probe_data_dir), processor.get_labels(),
-        args.max_seq_length, tokenizer)
-    arrays = [np.array([getattr(f, k) for f in features], np.int32)
-              for k in ("input_ids", "input_mask", "segment_ids")]
+        processor.get_dev_examples(args.probe_data_dir), labels, args.max_seq_length, tokenizer)
+    inputs = {k: np.array([getattr(f, k) for f in features], np.int32)
+              for k in ("input_ids", "input_mask", "segment_ids")}
+    return config, labels, inputs, np.array([f.label_id for f in features])
+
+
+def _probe(args):
+    """Child: the spread of pooled_output / [CLS] across the dev examples, per checkpoint."""
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    config, _, inputs, _ = _dev_features(args)
+    from bert_tf.modeling import checkpoint  # pylint: disable=g-import-not-at-top
+    from bert_tf.modeling.bert_model import BertModel  # pylint: disable=g-import-not-at-top
+
     model = BertModel(config)
     rows = []
     for ckpt in args.probe_checkpoints.split(","):
         checkpoint.load_checkpoint(model, ckpt, strict=False)
-        out = model(arrays[0], input_mask=arrays[1], token_type_ids=arrays[2], training=False)
+        out = model(inputs["input_ids"], input_mask=inputs["input_mask"],
+                    token_type_ids=inputs["segment_ids"], training=False)
         pooled = out["pooled_output"].numpy()
         cls = out["sequence_output"].numpy()[:, 0]
         rows.append({"checkpoint": ckpt, "pooled_std": float(pooled.std(0).mean()),
@@ -154,23 +163,11 @@ def _dev_probs(args):
     the dev examples, the share of the most-predicted class, and the accuracy
     (which must equal the run's own eval_accuracy).
     """
-    sys.path.insert(0, REPO_ROOT)
     import numpy as np  # pylint: disable=g-import-not-at-top
+    config, labels, inputs, label_ids = _dev_features(args)
     from bert_tf.modeling import checkpoint  # pylint: disable=g-import-not-at-top
-    from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
-    from bert_tf.modeling.config import BertConfig  # pylint: disable=g-import-not-at-top
-    from bert_tf.data import classifier_data  # pylint: disable=g-import-not-at-top
     from bert_tf.tasks.classifier import BertClassifier  # pylint: disable=g-import-not-at-top
 
-    config = BertConfig.from_json_file(args.probe_config)
-    tokenizer = tokenization.FullTokenizer(args.probe_vocab, do_lower_case=True)
-    processor = classifier_data.get_processor("mrpc")
-    labels = processor.get_labels()
-    features = classifier_data.convert_examples_to_features(
-        processor.get_dev_examples(args.probe_data_dir), labels, args.max_seq_length, tokenizer)
-    inputs = {k: np.array([getattr(f, k) for f in features], np.int32)
-              for k in ("input_ids", "input_mask", "segment_ids")}
-    label_ids = np.array([f.label_id for f in features])
     model = BertClassifier(config, num_labels=len(labels))
     rows = []
     for ckpt in args.probe_checkpoints.split(","):

