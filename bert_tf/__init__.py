@@ -18,7 +18,7 @@ __version__ = "0.2.0"
 # unless the environment asks for them: TensorFlow reads this when it loads,
 # and every bert_tf module that loads it loads this package first. (The few
 # lines TensorFlow writes while loading, before its logging starts, show
-# anyway; the tools filter those too: `bert_tf.runs.tf_logs`.)
+# anyway; the tools filter those too: `bert_tf.tools.tf_logs`.)
 # (Whether the value is this default, not the user's: the tools' --verbosity=1
 # lowers it.)
 _tf_log_level_defaulted = "TF_CPP_MIN_LOG_LEVEL" not in _os.environ

@@ -2,7 +2,7 @@
 
 A `UserError` carries a one-line message that names the file, flag, feature or
 variable at fault. The tools print it without a traceback and exit non-zero
-(see `bert_tf.runs.cli.run`); library code raises it wherever the cause is the
+(see `bert_tf.tools.cli`); library code raises it wherever the cause is the
 caller's input rather than a bug.
 """
 

@@ -153,7 +153,7 @@ def write_text(path, text):
     return path
 
 
-def _listdir(directory):
+def listdir(directory):
     """The names in `directory` (a remote listing's without its trailing "/"), or None."""
     if not isdir(directory):
         return None
@@ -202,7 +202,7 @@ class InputFiles(object):
         self._created = []
 
     def __enter__(self):
-        self._before = _listdir(self.directory)
+        self._before = listdir(self.directory)
         if self._before is None and not exists(self.directory):
             # The directories the run will create: output_dir and its missing parents.
             path = self.directory if is_remote(self.directory) else os.path.abspath(
@@ -234,7 +234,7 @@ class InputFiles(object):
         return any(name == added or name.startswith(added + ".tmp-") for added in self._names)
 
     def _remove_new_inputs(self):
-        new = sorted((_listdir(self.directory) or set()) - (self._before or set()))
+        new = sorted((listdir(self.directory) or set()) - (self._before or set()))
         if any(not self._is_input(name) for name in new):
             return
         for name in new:
@@ -293,6 +293,11 @@ def check_writable(path, flag, directory=True):
         raise UserError("--%s=%s: %s is a file, not a directory" % (flag, path, existing))
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UserError("--%s=%s: the directory %s is not writable" % (flag, path, existing))
+
+
+def split_comma_list(value):
+    """`"a, b,,c"` -> `["a", "b", "c"]` (the original's comma-separated flags)."""
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
 
 
 def expand_files(patterns, flag="input_file", allow_directories=False):

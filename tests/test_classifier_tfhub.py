@@ -32,6 +32,7 @@ encoder by `bert_tf.export.hub.export_tfhub`.
   same training losses and eval results as run_classifier's model.
 """
 
+import importlib
 import os
 import shutil
 import subprocess
@@ -48,6 +49,7 @@ from bert_tf.export import hub as export_hub
 from bert_tf.modeling import checkpoint
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.runs import run_classifier_with_tfhub as hub_run
+from bert_tf.tasks import hub_classifier
 from bert_tf.tasks.classifier import ClassifierTask
 from bert_tf.training import Trainer
 from bert_tf.training import distribute
@@ -211,14 +213,9 @@ def test_run_classifier_on_the_tools_checkpoint_gives_the_same_results(files, tr
 
 
 def _tool_flags(tool):
-    """The flag names `--help` lists for `bert_tf.tools.<tool>` (its module and key flags)."""
-    code = ("import sys; from absl import flags; import bert_tf.tools.%s as m; "
-            "print(' '.join(sorted(f.name for f in "
-            "flags.FLAGS.get_key_flags_for_module(m.__name__))))" % tool)
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=toolrun.tool_env(),
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return set(result.stdout.split())
+    """The flag names of `bert_tf.tools.<tool>` (what its `--help` lists)."""
+    module = importlib.import_module("bert_tf.tools." + tool)
+    return {flag.name for flag in module.TOOL.flags}
 
 
 def test_flags_are_run_classifiers_but_the_checkpoints_plus_the_handle():
@@ -260,8 +257,9 @@ def _train(trainer, batches, num_steps, init_checkpoint=None):
 def _reference_and_hub_training(files, encoder, tmp_path):
     """(run_classifier's losses, the hub model's losses, their trainers) from the same start."""
     strategy = distribute.get_strategy("off")
-    module = hub_run.inspect_hub_module(encoder, SEQ_LENGTH)
-    hub = Trainer(strategy, hub_run.HubClassifierTask(module, NUM_LABELS), str(tmp_path / "hub"))
+    module = hub_classifier.inspect_hub_module(encoder, SEQ_LENGTH)
+    hub = Trainer(strategy, hub_classifier.HubClassifierTask(module, NUM_LABELS),
+                  str(tmp_path / "hub"))
     reference = Trainer(strategy, ClassifierTask(files["config"], NUM_LABELS),
                         str(tmp_path / "reference"))
     rng = np.random.RandomState(4)
@@ -291,8 +289,9 @@ def test_training_is_run_classifiers_from_the_same_start_and_resumes(files, tmp_
         np.testing.assert_allclose(ours[name], theirs[name], atol=MODEL_ATOL, err_msg=name)
 
     # A second run in the same output_dir resumes from model.ckpt-4 (weights and slots).
-    module = hub_run.inspect_hub_module(files["encoder"], SEQ_LENGTH)
-    again = Trainer(distribute.get_strategy("off"), hub_run.HubClassifierTask(module, NUM_LABELS),
+    module = hub_classifier.inspect_hub_module(files["encoder"], SEQ_LENGTH)
+    again = Trainer(distribute.get_strategy("off"),
+                    hub_classifier.HubClassifierTask(module, NUM_LABELS),
                     str(tmp_path / "hub"))
     history = again.train(in_memory_dataset_fn(batches, repeat=True), 8, NUM_STEPS + 2,
                           LEARNING_RATE, WARMUP, iterations_per_loop=1)
@@ -411,7 +410,7 @@ def test_max_seq_length_beyond_the_position_embeddings_is_refused(files):
 
 
 def test_module_reads_vocab_and_casing_from_the_savedmodel(files):
-    module = hub_run.inspect_hub_module(files["encoder"])
+    module = hub_classifier.inspect_hub_module(files["encoder"])
     assert module.vocab_file == os.path.join(files["encoder"], "assets", "vocab.txt")
     assert module.do_lower_case is True
     assert (module.hidden_size, module.vocab_size, module.max_position_embeddings) == (
@@ -419,7 +418,7 @@ def test_module_reads_vocab_and_casing_from_the_savedmodel(files):
     assert module.training_values == {False, True}  # dropout in training, none in inference
     cased = str(files["tmp"] / "cased_fake")
     tf.saved_model.save(_FakeEncoder(files["vocab"], do_lower_case=False), cased)
-    assert hub_run.inspect_hub_module(cased).do_lower_case is False
+    assert hub_classifier.inspect_hub_module(cased).do_lower_case is False
 
 
 def test_https_handle_without_tensorflow_hub_is_one_line(monkeypatch):
@@ -427,7 +426,7 @@ def test_https_handle_without_tensorflow_hub_is_one_line(monkeypatch):
     handle = "https://tfhub.dev/tensorflow/bert_en_uncased_L-12_H-768_A-12/4"
     with pytest.raises(UserError, match=r"^--bert_hub_module_handle=%s: an https:// handle needs "
                        r"tensorflow-hub \(pip install tensorflow-hub\)" % handle):
-        hub_run.resolve_handle(handle)
+        hub_classifier.resolve_handle(handle)
 
 
 def test_cli_bad_handle_prints_error_and_exits_2(files):
@@ -469,7 +468,7 @@ def test_model_garden_export_trains_and_evaluates_as_run_classifier(files, tmp_p
          "--export_path=%s" % encoder],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
-    module = hub_run.inspect_hub_module(encoder, SEQ_LENGTH)
+    module = hub_classifier.inspect_hub_module(encoder, SEQ_LENGTH)
     assert module.do_lower_case is True and module.vocab_size == files["config"].vocab_size
     assert module.max_position_embeddings == 64 and module.hidden_size == 32
 

@@ -178,23 +178,13 @@ def test_mirrored_without_gpus_runs_on_the_cpu_and_says_so(monkeypatch, info_log
 
 
 def test_num_gpus_flag_defaults_to_every_visible_gpu():
-    import functools
-    from absl import flags
-    from bert_tf.runs import cli
-    flag_values = flags.FlagValues()
-
-    class _Flags(object):  # the absl `flags` module, defining into flag_values
-        def __getattr__(self, name):
-            return functools.partial(getattr(flags, name), flag_values=flag_values)
-    cli.define_tpu_flags(_Flags())
-    cli.define_scale_out_flags(_Flags())
-    flag_values(["tool"])
-    assert flag_values.num_gpus is None and flag_values.master is None
-    assert cli.strategy_name(flag_values) == "off"
-    flag_values(["tool", "--distribution_strategy=mirrored"])
-    assert cli.strategy_name(flag_values) == "mirrored" and flag_values.num_gpus is None
-    flag_values(["tool", "--num_gpus=2"])
-    assert cli.strategy_name(flag_values) == "mirrored"
+    from tests.test_tpu_flags import scale_out_of
+    scale_out = scale_out_of()
+    assert scale_out.num_gpus is None and scale_out.master is None
+    assert scale_out.strategy_name() == "off"
+    scale_out = scale_out_of("--distribution_strategy=mirrored")
+    assert scale_out.strategy_name() == "mirrored" and scale_out.num_gpus is None
+    assert scale_out_of("--num_gpus=2").strategy_name() == "mirrored"
 
 
 # ----------------------------------------------------------------- TPU

@@ -220,22 +220,12 @@ def test_killed_twice_and_resumed_equals_the_uninterrupted_run(tmp_path, kind):
 
 
 def test_seed_flag_reaches_the_trainer_and_the_input():
-    import functools
-    from absl import flags
-    from bert_tf.runs import cli
-    flag_values = flags.FlagValues()
-
-    class _Flags(object):  # the absl `flags` module, defining into flag_values
-        def __getattr__(self, name):
-            return functools.partial(getattr(flags, name), flag_values=flag_values)
-    cli.define_tpu_flags(_Flags())
-    cli.define_scale_out_flags(_Flags())
-    flag_values(["tool"])
-    assert cli.scale_out_from_flags(flag_values).trainer_options()["seed"] is None
-    flag_values(["tool", "--seed=42"])
-    assert cli.scale_out_from_flags(flag_values).trainer_options()["seed"] == 42
-    with pytest.raises(flags.IllegalFlagValueError):
-        flag_values(["tool", "--seed=-1"])
+    from bert_tf.errors import UserError
+    from tests.test_tpu_flags import scale_out_of
+    assert scale_out_of().trainer_options()["seed"] is None
+    assert scale_out_of("--seed=42").trainer_options()["seed"] == 42
+    with pytest.raises(UserError, match="--seed=-1"):
+        scale_out_of("--seed=-1")
 
 
 def test_resumed_input_skips_the_batches_of_the_steps_done():

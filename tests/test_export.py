@@ -566,7 +566,7 @@ def test_checks_name_the_culprit(setup, tmp_path):
         tokenization.check_vocab(files["vocab"], small)
     with pytest.raises(UserError, match="--format=tfhub exports the encoder"):
         export.export_saved_model("mrpc", config, files["vocab"], True, files["finetuned"],
-                                  str(tmp_path / "hub"), SEQ_LENGTH, fmt="tfhub")
+                                  str(tmp_path / "hub"), SEQ_LENGTH, format="tfhub")
     with pytest.raises(UserError, match="exists already"):
         export.export_saved_model("mrpc", config, files["vocab"], True, setup["bf16_prefix"],
                                   os.path.dirname(setup["exports"]["classifier"]), SEQ_LENGTH,

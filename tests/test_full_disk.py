@@ -184,9 +184,9 @@ def test_squad_and_pretraining_records_on_a_full_disk(tmp_path):
 _TOOL = """
 import os, resource, signal, sys
 sys.path.insert(0, {root!r})
-from bert_tf.runs import cli
+from bert_tf.tools import cli
 
-def main(argv):
+def main():
     from bert_tf import BertConfig, BertModel
     from bert_tf.training import output_dir
     config = BertConfig.from_dict({config!r})
@@ -201,7 +201,7 @@ def main(argv):
                        (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
     checkpoints.save(model, None, 2)
 
-cli.run(main)
+sys.exit(cli.Tool(__name__, lambda: main, ()).main())
 """
 
 

@@ -329,14 +329,9 @@ def _console_scripts():
 
 
 def _defined_flags(module):
-    """The flag names `module` (a bert_tf.tools module) defines with flags.DEFINE_*."""
-    path = os.path.join(REPO_ROOT, *module.split(".")) + ".py"
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), path)
-    return sorted(node.args[0].value for node in ast.walk(tree)
-                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                  and node.func.attr.startswith("DEFINE_") and node.args
-                  and isinstance(node.args[0], ast.Constant))
+    """The flag names of `module` (a bert_tf.tools module): those its `TOOL` takes."""
+    import importlib
+    return sorted(flag.name for flag in importlib.import_module(module).TOOL.flags)
 
 
 def _run_all(commands, cwd):

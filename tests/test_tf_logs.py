@@ -1,4 +1,4 @@
-"""bert_tf.runs.tf_logs: a tool's stderr holds bert_tf's progress and errors, not TensorFlow's."""
+"""bert_tf.tools.tf_logs: a tool's stderr holds bert_tf's progress and errors, not TensorFlow's."""
 
 import logging
 import os
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from bert_tf.runs import tf_logs
+from bert_tf.tools import tf_logs
 from tests.conftest import TINY_CONFIG, write_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -98,7 +98,7 @@ def test_the_filter_on_the_descriptor_loses_nothing_at_exit(tmp_path):
     script = tmp_path / "child.py"
     script.write_text(
         "import os, sys\n"
-        "from bert_tf.runs import tf_logs\n"
+        "from bert_tf.tools import tf_logs\n"
         "tf_logs.StderrFilter()\n"
         "os.write(2, %r)\n"
         "sys.stderr.write('x' * 200000 + '\\n')\n"

@@ -8,7 +8,6 @@
   output equals the output without them.
 """
 
-import functools
 import json
 import logging as std_logging
 import os
@@ -18,37 +17,22 @@ import sys
 import keras
 import numpy as np
 import tensorflow as tf
-from absl import flags
 
 from bert_tf import BertConfig, BertModel
 from bert_tf.modeling import checkpoint
-from bert_tf.runs import cli
 from bert_tf.training import distribute
 from tests.conftest import TINY_CONFIG, write_config
 from tests.tolerances import JSON_ATOL
 from tests.tools import toolrun
 
 
-class _DefineInto(object):
-    """`absl.flags` whose DEFINE_* functions define into `flag_values`."""
-
-    def __init__(self, flag_values):
-        self._flag_values = flag_values
-
-    def __getattr__(self, name):
-        value = getattr(flags, name)
-        if name.startswith("DEFINE"):
-            return functools.partial(value, flag_values=self._flag_values)
-        return value
-
-
-def _training_tool_flags(*argv):
-    """The TPU and scale-out flags of run_pretraining, parsed from `argv`."""
-    flag_values = flags.FlagValues()
-    cli.define_tpu_flags(_DefineInto(flag_values))
-    cli.define_scale_out_flags(_DefineInto(flag_values))
-    flag_values(["run_pretraining"] + list(argv))
-    return flag_values
+def scale_out_of(*argv):
+    """The `ScaleOut` that run_pretraining's flags in `argv` make (as the tool hands it on)."""
+    from bert_tf.tools import run_pretraining
+    values, _, _ = run_pretraining.TOOL.parse(
+        ["run_pretraining", "--input_file=x", "--bert_config_file=x", "--output_dir=x"]
+        + list(argv))
+    return run_pretraining.TOOL.call_arguments(values)["scale_out"]
 
 
 def test_num_tpu_cores_is_ignored_with_a_warning(monkeypatch, caplog):
@@ -61,8 +45,8 @@ def test_num_tpu_cores_is_ignored_with_a_warning(monkeypatch, caplog):
 
     monkeypatch.setattr(distribute, "get_strategy", get_strategy)
     caplog.set_level(std_logging.WARNING, logger="absl")
-    strategy = cli.strategy_from_flags(_training_tool_flags(
-        "--use_tpu=True", "--tpu_name=my-tpu", "--num_tpu_cores=8"))
+    strategy = scale_out_of(
+        "--use_tpu=True", "--tpu_name=my-tpu", "--num_tpu_cores=8").create_strategy()
     assert requested == ["tpu"]
     assert strategy.num_replicas_in_sync == 1  # the run goes on with every core it has
     warnings = [r.getMessage() for r in caplog.records if r.levelno == std_logging.WARNING]
@@ -73,9 +57,8 @@ def test_num_tpu_cores_is_ignored_with_a_warning(monkeypatch, caplog):
     # Matching the TPU, or without --use_tpu (the original: "Only used if
     # `use_tpu` is True"), there is nothing to say.
     caplog.clear()
-    cli.strategy_from_flags(_training_tool_flags("--use_tpu=True", "--tpu_name=my-tpu",
-                                                 "--num_tpu_cores=1"))
-    cli.strategy_from_flags(_training_tool_flags("--num_tpu_cores=8"))
+    scale_out_of("--use_tpu=True", "--tpu_name=my-tpu", "--num_tpu_cores=1").create_strategy()
+    scale_out_of("--num_tpu_cores=8").create_strategy()
     assert not [r for r in caplog.records if "num_tpu_cores" in r.getMessage()]
 
 

@@ -9,7 +9,7 @@ package, as the installed console scripts (`bert-run-classifier`, ...) do.
 
 It also selects Keras' TensorFlow backend, unless the environment says
 otherwise. TensorFlow's own log lines are the runner's business
-(`bert_tf.runs.cli.run`, which sets TF_CPP_MIN_LOG_LEVEL if the user has not).
+(`bert_tf.tools.cli`, which sets TF_CPP_MIN_LOG_LEVEL if the user has not).
 """
 
 import os

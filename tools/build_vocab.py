@@ -3,6 +3,8 @@
 Installed, the same tool is `bert-build-vocab`; `--help` shows its flags.
 """
 
+import sys
+
 try:  # tools/_bootstrap.py: in a clone, the clone's own bert_tf; quiet TensorFlow
     import _bootstrap  # noqa: F401
 except ImportError:  # a tool copied out of tools/, or run by runpy: the bert_tf installed
@@ -11,4 +13,4 @@ except ImportError:  # a tool copied out of tools/, or run by runpy: the bert_tf
 from bert_tf.tools.build_vocab import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

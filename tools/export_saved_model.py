@@ -4,6 +4,8 @@ clone's own bert_tf.
 Installed, the same tool is `bert-export-saved-model`; `--help` shows its flags.
 """
 
+import sys
+
 try:  # tools/_bootstrap.py: in a clone, the clone's own bert_tf; quiet TensorFlow
     import _bootstrap  # noqa: F401
 except ImportError:  # a tool copied out of tools/, or run by runpy: the bert_tf installed
@@ -12,4 +14,4 @@ except ImportError:  # a tool copied out of tools/, or run by runpy: the bert_tf
 from bert_tf.tools.export_saved_model import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

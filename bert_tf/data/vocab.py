@@ -182,6 +182,41 @@ def build_vocab(input_files, output_file, vocab_size=30522, do_lower_case=True,
     return tokens
 
 
+def build_vocab_file(input_file, vocab_file=None, output_file=None, vocab_size=30522,
+                     do_lower_case=True, num_unused_tokens=0, lower_thresh=10,
+                     num_iterations=4, max_token_length=50, max_unique_chars=1000,
+                     slack_ratio=0.05, max_lines=None):
+    """What `bert-build-vocab` runs: its flags as arguments (`--output_file`: `--vocab_file`'s alias).
+
+    Args:
+      input_file: str, comma-separated file names and globs.
+      vocab_file (or output_file): the vocab.txt to write.
+      The rest: `build_vocab`'s.
+
+    Returns:
+      The list of tokens written.
+
+    Raises:
+      UserError: one line naming the flag at fault.
+    """
+    if not input_file:
+        raise UserError("--input_file is required")
+    if vocab_file and output_file and vocab_file != output_file:
+        raise UserError("--vocab_file and --output_file differ; give one of them")
+    vocab_file = vocab_file or output_file
+    if not vocab_file:
+        raise UserError("--vocab_file is required")
+    if num_unused_tokens < 0:
+        raise UserError("--num_unused_tokens=%d must be >= 0" % num_unused_tokens)
+    if lower_thresh < 1:
+        raise UserError("--lower_thresh=%d must be >= 1" % lower_thresh)
+    return build_vocab_from_patterns(
+        input_file.split(","), vocab_file, vocab_size=vocab_size, do_lower_case=do_lower_case,
+        num_unused_tokens=num_unused_tokens, max_lines=max_lines, lower_thresh=lower_thresh,
+        num_iterations=num_iterations, max_token_length=max_token_length,
+        max_unique_chars=max_unique_chars, slack_ratio=slack_ratio)
+
+
 def build_vocab_from_patterns(input_patterns, output_file, **kwargs):
     """`build_vocab` on `--input_file`'s names and globs, once `output_file` is known writable.
 

@@ -39,7 +39,7 @@ and (classifier) `labels` as variables, and `vocab_file` as the asset.
   # /models/mrpc/<timestamp>/saved_model.pb, variables/, assets/vocab.txt
 
 `squad` dispatches to `bert_tf.export.squad.SquadServingModule`, and
-`fmt="tfhub"` to `bert_tf.export.hub.export_tfhub`.
+`format="tfhub"` to `bert_tf.export.hub.export_tfhub`.
 """
 
 import contextlib
@@ -415,11 +415,10 @@ def save_module(module, signatures, output_dir, vocab_file):
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkpoint,
-                       export_dir, max_seq_length=128, version=None, fmt="saved_model",
+def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, init_checkpoint,
+                       export_dir, max_seq_length=128, version=None, format="saved_model",  # pylint: disable=redefined-builtin
                        doc_stride=128, max_query_length=64, n_best_size=20,
-                       max_answer_length=30, bert_config_file="bert_config_file",
-                       mixed_precision=None):
+                       max_answer_length=30, mixed_precision=None):
     """Exports a checkpoint as `export_dir/<version>/` (see the module docstring).
 
     Every input is checked before anything is written: the export directory,
@@ -429,18 +428,17 @@ def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkp
 
     Args:
       task_name: a task of `classifier_data.PROCESSORS`, "squad" or "encoder".
-      config: `BertConfig`, or the path of a bert_config.json (then also the
-        `bert_config_file` of messages).
+      bert_config_file: the path of a bert_config.json (or a release's name),
+        or a `BertConfig`.
       vocab_file, do_lower_case: the tokenizer's (as `FullTokenizer`).
       init_checkpoint: a checkpoint prefix, or a directory (its latest
         model.ckpt-N, or a Google release's bert_model.ckpt).
       export_dir: the model base path; the export is `export_dir/<version>/`.
       max_seq_length: int, the length of every feature row.
       version: positive int; default: the time in seconds.
-      fmt: "saved_model", or "tfhub" (task "encoder": `hub.export_tfhub`
+      format: "saved_model", or "tfhub" (task "encoder": `hub.export_tfhub`
         writes `<version>/preprocessor/` and `<version>/encoder/`).
       doc_stride, max_query_length, n_best_size, max_answer_length: SQuAD's.
-      bert_config_file: the config's path, for messages.
       mixed_precision: None (float32), "bf16" or "fp16": the exported model
         computes in bfloat16 / float16 (float32 variables; the signatures
         and their float32 outputs are the same). Every format and task.
@@ -456,16 +454,18 @@ def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkp
     # A release's name (uncased_L-12_H-768_A-12) is its file in the cache.
     vocab_file = releases.resolve_file(vocab_file, "vocab_file")
     init_checkpoint = releases.resolve_file(init_checkpoint, "init_checkpoint")
-    if isinstance(config, (str, os.PathLike)):
-        bert_config_file = releases.resolve_file(config, "bert_config_file")
+    if isinstance(bert_config_file, BertConfig):
+        config, bert_config_file = bert_config_file, "bert_config_file"
+    else:
+        bert_config_file = releases.resolve_file(bert_config_file, "bert_config_file")
         config = BertConfig.from_json_file(bert_config_file)
-    if fmt not in FORMATS:
-        raise UserError("--format must be one of %s, got %r" % ("|".join(FORMATS), fmt))
+    if format not in FORMATS:
+        raise UserError("--format must be one of %s, got %r" % ("|".join(FORMATS), format))
     kind, labels, is_regression = task_spec(task_name)
     if mixed_precision not in precision.MIXED_PRECISION:
         raise UserError("--mixed_precision must be one of bf16|fp16 (or empty), got %r"
                         % (mixed_precision,))
-    if fmt == "tfhub" and kind != ENCODER:
+    if format == "tfhub" and kind != ENCODER:
         raise UserError("--format=tfhub exports the encoder: use --task_name=%s, not %s"
                         % (ENCODER, task_name))
     config.check_max_seq_length(max_seq_length, bert_config_file)
@@ -485,7 +485,7 @@ def export_saved_model(task_name, config, vocab_file, do_lower_case, init_checkp
     with locks.OutputLock(final_dir, "export_saved_model", flag="version", is_file=True,
                           subject="--export_dir=%s --version=%s" % (
                               export_dir, os.path.basename(final_dir))):
-        if fmt == "tfhub":
+        if format == "tfhub":
             with atomic_directory(final_dir) as tmp:
                 hub.export_tfhub(config, vocab_file, do_lower_case, prefix, tmp, max_seq_length,
                                  mixed_precision=mixed_precision, phases=phases)

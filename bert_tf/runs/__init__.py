@@ -1,15 +1,19 @@
-"""The runs behind the tools: what each of `tools/*.py` calls once its flags are parsed.
+"""The runs behind the tools: the library function each command line calls.
 
-  run_pretraining          run_pretraining (tools/run_pretraining.py)
-  run_classifier           run_classifier (tools/run_classifier.py)
-  run_squad                run_squad (tools/run_squad.py)
-  finetuning               what the two fine-tuning runs share: the schedule,
-                           the record datasets, test_results.tsv
-  extract_features         extract_features (tools/extract_features.py)
-  create_pretraining_data  create_pretraining_data (tools/create_pretraining_data.py)
-  cli                      the tools' runner (one-line errors) and shared flags
+  run_pretraining            run_pretraining (bert-run-pretraining)
+  run_classifier             run_classifier (bert-run-classifier)
+  run_classifier_with_tfhub  run_classifier_with_tfhub (bert-run-classifier-with-tfhub)
+  run_squad                  run_squad (bert-run-squad)
+  finetuning                 what the fine-tuning runs share: the schedule, the
+                             record datasets, the best checkpoint, test_results.tsv,
+                             the classifier runs' course
+  extract_features           extract_features (bert-extract-features)
+  create_pretraining_data    create_pretraining_data (bert-create-pretraining-data)
+  show_attention             show_attention (bert-show-attention)
 
-Each run takes the tool's flags as keyword arguments of the same names (the
-scale-out flags as one `bert_tf.training.scale_out.ScaleOut`), checks its
-inputs before any work, and writes the original's output files.
+Each run takes its tool's flags as keyword arguments of the same names (the
+option groups as one dataclass each: `bert_tf.training.scale_out.ScaleOut`,
+`bert_tf.training.dev_eval.DevEval`), checks its inputs before any work, and
+writes the original's output files. The tools (`bert_tf.tools`) parse the
+flags and make the call; nothing here reads a flag.
 """

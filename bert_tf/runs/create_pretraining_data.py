@@ -52,6 +52,9 @@ def create_pretraining_data(input_file, output_file, vocab_file, do_lower_case=T
       UserError: bad flag values, inputs or vocab; no output file is left
         behind.
     """
+    if beam_args and not runner:
+        raise UserError("Too many command-line arguments: %s (Beam's pipeline options after a "
+                        "-- go with --runner)" % " ".join(beam_args))
     checks.validate_options(max_seq_length, max_predictions_per_seq, dupe_factor,
                             masked_lm_prob, short_seq_prob, num_workers, documents_per_shard)
     if record_buffer_mb < 0:

@@ -24,6 +24,8 @@ from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint
 from bert_tf.training import distribute
 from bert_tf.training import output_dir as output_dir_lib
+from bert_tf.training.dev_eval import BestCheckpoint
+from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.trainer import Trainer
 
 
@@ -123,26 +125,48 @@ def write_test_results(output_predict_file, predictions, is_regression=False):
     return len(lines)
 
 
-def classifier_examples(processor, data_dir, do_train=False, do_eval=False, do_predict=False):
+def classifier_examples(processor, data_dir, do_train=False, do_eval=False, do_predict=False,
+                        dev_eval=False):
     """{"train" | "eval" | "predict": examples} of the splits a classifier run asks for.
 
-    Read before any TensorFlow op, so a bad file fails fast.
+    `dev_eval`: evaluation on the dev set while training (`DevEval`), which
+    reads the dev examples as `do_eval` does. Read before any TensorFlow op,
+    so a bad file fails fast.
     """
     examples = {}
     if do_train:
         examples["train"] = processor.get_train_examples(data_dir)
-    if do_eval:
+    if do_eval or (dev_eval and do_train):
         examples["eval"] = processor.get_dev_examples(data_dir)
     if do_predict:
         examples["predict"] = processor.get_test_examples(data_dir)
     return examples
 
 
+def best_checkpoint(trainer, dev_eval, evaluate):
+    """The `BestCheckpoint` of a run with `dev_eval` (a `DevEval`), or None when it is off.
+
+    `evaluate`: `fn(step) -> results`, one evaluation on the run's dev set.
+    """
+    if not dev_eval.enabled:
+        return None
+    return BestCheckpoint(trainer.output_dir, dev_eval, trainer.task.default_best_metric,
+                          evaluate, is_chief=trainer.is_chief)
+
+
+def use_best_checkpoint(trainer, keeper):
+    """After training with `DevEval`: evaluation and prediction use the best checkpoint."""
+    best = keeper.best_checkpoint() if keeper is not None else None
+    if best is not None:
+        trainer.use_checkpoint(best, flag="output_dir")
+
+
 def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, output_dir, tool,
                                       max_seq_length, train_batch_size, eval_batch_size,
                                       predict_batch_size, learning_rate, num_train_epochs,
                                       warmup_proportion, save_checkpoints_steps,
-                                      iterations_per_loop, scale_out, init_checkpoint=None):
+                                      iterations_per_loop, scale_out, init_checkpoint=None,
+                                      dev_eval=DevEval(), do_eval=True):
     """The original `run_classifier.main`'s course, for any classification task model.
 
     Writes `train.tf_record`, `eval.tf_record` and `predict.tf_record` in
@@ -158,6 +182,12 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
       max_seq_length ... iterations_per_loop: the original's flags.
       scale_out: a `ScaleOut`.
       init_checkpoint: a Google-format checkpoint to start from, or None.
+      dev_eval: a `DevEval`: with `eval_every_steps`, training evaluates on
+        `examples["eval"]` every that many steps, keeps the best checkpoint
+        (`output_dir/best/`), which evaluation and prediction then use, and
+        may stop early.
+      do_eval: whether to evaluate after training (`examples["eval"]` may be
+        there for `dev_eval` alone).
 
     Returns:
       dict with the eval results (key "eval") and the predictions ("predict")
@@ -179,31 +209,12 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
                                num_labels=None if is_regression else len(label_list))
         results = {}
 
-        def write_records(name, split_examples):
+        def finite_input(name, split_examples, batch_size, title):
+            """Writes `name` and returns a FiniteInput over it, logged as the original logs."""
             path = inputs.add(os.path.join(output_dir, name))
             classifier_data.file_based_convert_examples_to_features(
                 split_examples, label_list, max_seq_length, tokenizer, path,
                 is_regression=is_regression)
-            return path
-
-        if "train" in examples:
-            train_examples = examples["train"]
-            num_train_steps, num_warmup_steps = train_schedule(
-                len(train_examples), train_batch_size, num_train_epochs, warmup_proportion)
-            train_file = write_records("train.tf_record", train_examples)
-            log_run("Running training", num_examples=len(train_examples),
-                    batch_size=train_batch_size, num_steps=num_train_steps)
-            trainer.train(train_dataset_fn(train_file, spec, train_batch_size, limits,
-                                           seed=scale_out.seed),
-                          train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
-                          init_checkpoint=init_checkpoint,
-                          save_checkpoints_steps=save_checkpoints_steps,
-                          iterations_per_loop=iterations_per_loop,
-                          **scale_out.train_options())
-
-        def finite_input(name, split_examples, batch_size, title):
-            """Writes `name` and returns a FiniteInput over it, logged as the original logs."""
-            path = write_records(name, split_examples)
             data = input_pipeline.finite_records_input(path, spec, len(split_examples), batch_size,
                                                        limits=limits)
             log_run(title, num_examples="%d (%d actual, %d padding)" % (
@@ -211,10 +222,41 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
                 data.num_padding_examples), batch_size=batch_size)
             return data
 
-        if "eval" in examples:
-            data = finite_input("eval.tf_record", examples["eval"], eval_batch_size,
-                                "Running evaluation")
-            eval_results = trainer.evaluate(data, eval_batch_size, init_checkpoint=init_checkpoint)
+        eval_data = None
+        keeper = None
+        if "train" in examples:
+            if dev_eval.enabled:
+                # The dev set, evaluated while training (and after it, with do_eval).
+                eval_data = finite_input("eval.tf_record", examples["eval"], eval_batch_size,
+                                         "Running evaluation")
+                keeper = best_checkpoint(trainer, dev_eval,
+                                         lambda step: trainer.evaluate(eval_data, eval_batch_size))
+            train_examples = examples["train"]
+            num_train_steps, num_warmup_steps = train_schedule(
+                len(train_examples), train_batch_size, num_train_epochs, warmup_proportion)
+            train_file = inputs.add(os.path.join(output_dir, "train.tf_record"))
+            classifier_data.file_based_convert_examples_to_features(
+                train_examples, label_list, max_seq_length, tokenizer, train_file,
+                is_regression=is_regression)
+            log_run("Running training", num_examples=len(train_examples),
+                    batch_size=train_batch_size, num_steps=num_train_steps)
+            trainer.train(train_dataset_fn(train_file, spec, train_batch_size, limits,
+                                           seed=scale_out.seed),
+                          train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
+                          init_checkpoint=init_checkpoint,
+                          save_checkpoints_steps=save_checkpoints_steps,
+                          iterations_per_loop=iterations_per_loop, best_checkpoint=keeper,
+                          **scale_out.train_options())
+        elif dev_eval.enabled:
+            keeper = best_checkpoint(trainer, dev_eval, None)  # an earlier run's best
+        use_best_checkpoint(trainer, keeper)
+
+        if do_eval and "eval" in examples:
+            if eval_data is None:
+                eval_data = finite_input("eval.tf_record", examples["eval"], eval_batch_size,
+                                         "Running evaluation")
+            eval_results = trainer.evaluate(eval_data, eval_batch_size,
+                                            init_checkpoint=init_checkpoint)
             if trainer.is_chief:
                 output_dir_lib.write_eval_results(eval_results,
                                                   os.path.join(output_dir, "eval_results.txt"))

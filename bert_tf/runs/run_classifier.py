@@ -21,6 +21,7 @@ from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
 from bert_tf.tasks.classifier import ClassifierTask
+from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
 
 
@@ -29,7 +30,7 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
                    do_train=False, do_eval=False, do_predict=False, train_batch_size=32,
                    eval_batch_size=8, predict_batch_size=8, learning_rate=5e-5,
                    num_train_epochs=3.0, warmup_proportion=0.1, save_checkpoints_steps=1000,
-                   iterations_per_loop=1000, scale_out=ScaleOut()):
+                   iterations_per_loop=1000, scale_out=ScaleOut(), dev_eval=DevEval()):
     """Trains, evaluates and predicts as the original `run_classifier.main` did.
 
     Args:
@@ -37,6 +38,8 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
         rest: the original's flags (a task of `classifier_data.PROCESSORS`).
       scale_out: a `ScaleOut`, the new flags (strategy, XLA, precision,
         accumulation, optimizer, logging).
+      dev_eval: a `DevEval`, the new flags of evaluation on dev.tsv while
+        training (the best checkpoint, early stopping).
 
     Returns:
       dict with the eval results (key "eval") and the predictions ("predict")
@@ -52,6 +55,7 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     if not do_train and not do_eval and not do_predict:
         raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+    dev_eval.check()
     fileio.check_writable(output_dir, "output_dir")
     bert_config = BertConfig.from_json_file(bert_config_file)
     scale_out.configure_model(bert_config)  # --gradient_checkpointing
@@ -66,10 +70,11 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
                                       head="classifier", num_labels=num_labels)
     # Read every input before any TensorFlow op, so a bad file fails fast.
     tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
-    examples = finetuning.classifier_examples(processor, data_dir, do_train, do_eval, do_predict)
+    examples = finetuning.classifier_examples(processor, data_dir, do_train, do_eval, do_predict,
+                                              dev_eval=dev_eval.enabled)
     task = ClassifierTask(bert_config, num_labels, is_regression=is_regression)
     return finetuning.train_evaluate_predict_classifier(
         task, examples, tokenizer, label_list, output_dir, "run_classifier", max_seq_length,
         train_batch_size, eval_batch_size, predict_batch_size, learning_rate, num_train_epochs,
         warmup_proportion, save_checkpoints_steps, iterations_per_loop, scale_out,
-        init_checkpoint=init_checkpoint)
+        init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval)

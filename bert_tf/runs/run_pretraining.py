@@ -22,7 +22,6 @@ from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
-from bert_tf.runs.cli import split_comma_list
 from bert_tf.tasks.pretraining import PretrainingTask
 from bert_tf.training import distribute
 from bert_tf.training.output_dir import write_eval_results
@@ -68,7 +67,7 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
     # The config against the checkpoint (its index alone), before anything is written.
     finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint,
                                       head="pretraining")
-    input_files = input_pipeline.expand_files(split_comma_list(input_file))
+    input_files = input_pipeline.expand_files(fileio.split_comma_list(input_file))
     logging.info("*** Input Files ***")
     for name in input_files:
         logging.info("  %s", name)

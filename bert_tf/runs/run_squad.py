@@ -14,6 +14,7 @@ anything leaves `output_dir` as it found it (`fileio.InputFiles`).
 
 import os
 import random
+import tempfile
 
 from bert_tf import fileio
 from bert_tf import locks
@@ -27,6 +28,7 @@ from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
 from bert_tf.tasks.squad import SquadTask
 from bert_tf.training import distribute
+from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
 from bert_tf.training.trainer import Trainer
 
@@ -62,7 +64,7 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
               warmup_proportion=0.1, save_checkpoints_steps=1000, iterations_per_loop=1000,
               n_best_size=20, max_answer_length=30, verbose_logging=False,
               version_2_with_negative=False, null_score_diff_threshold=0.0,
-              scale_out=ScaleOut()):
+              scale_out=ScaleOut(), dev_eval=DevEval()):
     """Trains and predicts as the original `run_squad.main` did.
 
     Args:
@@ -70,6 +72,10 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
         the rest: the original's flags.
       scale_out: a `ScaleOut`, the new flags (strategy, XLA, precision,
         accumulation, optimizer, logging).
+      dev_eval: a `DevEval`: with `eval_every_steps`, training scores the
+        predictions of `predict_file` (which must hold answers) every that
+        many steps, keeps the best checkpoint (`output_dir/best/`), which
+        `do_predict` then uses, and may stop early.
 
     Returns:
       dict: "predictions" ({qas_id: text}) and "scores" (EM/F1, when the
@@ -88,6 +94,11 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
                             do_train, train_file, do_predict, predict_file, max_seq_length,
                             max_query_length, doc_stride, n_best_size, max_answer_length,
                             predict_batch_size)
+    dev_eval.check()
+    if dev_eval.enabled and do_train and not (predict_file and squad_evaluate.has_answers(
+            predict_file)):
+        raise UserError("--eval_every_steps scores --predict_file while training: give a "
+                        "--predict_file with answers (a dev set, e.g. dev-v1.1.json)")
     fileio.check_writable(output_dir, "output_dir")
     tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
     # The config against the checkpoint (its index alone), before anything is written.
@@ -98,7 +109,7 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
     if do_train:
         train_examples = squad_data.read_squad_examples(
             train_file, is_training=True, version_2_with_negative=version_2_with_negative)
-    if do_predict:
+    if do_predict or (dev_eval.enabled and do_train):
         predict_examples = squad_data.read_squad_examples(
             predict_file, is_training=False, version_2_with_negative=version_2_with_negative)
 
@@ -115,7 +126,66 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
 
         results = {}
         limits = finetuning.record_limits(task, max_seq_length)
+        predict_data = {}
+
+        def predict_input():
+            """eval.tf_record and its FiniteInput (written once, when first needed)."""
+            if not predict_data:
+                eval_file = inputs.add(os.path.join(output_dir, "eval.tf_record"))
+                eval_features = []
+                with squad_data.FeatureWriter(eval_file, is_training=False) as writer:
+                    def append_feature(feature):
+                        eval_features.append(feature)
+                        writer.process_feature(feature)
+                    squad_data.convert_examples_to_features(
+                        predict_examples, tokenizer, max_seq_length, doc_stride,
+                        max_query_length, is_training=False, output_fn=append_feature)
+                finetuning.log_run("Running predictions", num_orig_examples=len(predict_examples),
+                                   num_split_examples=len(eval_features),
+                                   batch_size=predict_batch_size)
+                spec = squad_data.name_to_features(max_seq_length, is_training=False)
+                predict_data["features"] = eval_features
+                predict_data["input"] = input_pipeline.finite_records_input(
+                    eval_file, spec, len(eval_features), predict_batch_size, limits=limits)
+            return predict_data["input"], predict_data["features"]
+
+        def predict_and_score(directory):
+            """predictions.json, nbest_predictions.json (null_odds.json) in `directory`, scored.
+
+            Returns {"predictions": ..., "scores": the official EM/F1 when the
+            predict file has answers}.
+            """
+            data, eval_features = predict_input()
+            outputs = trainer.predict(data, init_checkpoint=init_checkpoint)
+            all_results = [
+                squad_data.RawResult(unique_id=int(unique_id), start_logits=start, end_logits=end)
+                for unique_id, start, end in zip(outputs["unique_ids"], outputs["start_logits"],
+                                                 outputs["end_logits"])]
+            paths = [os.path.join(directory, name) for name in
+                     ("predictions.json", "nbest_predictions.json", "null_odds.json")]
+            found = {"predictions": squad_data.write_predictions(
+                predict_examples, eval_features, all_results, n_best_size, max_answer_length,
+                do_lower_case, *paths, version_2_with_negative=version_2_with_negative,
+                null_score_diff_threshold=null_score_diff_threshold,
+                verbose_logging=verbose_logging)}
+            if predict_file and squad_evaluate.has_answers(predict_file):
+                # New: the official EM/F1 when the predict file has answers.
+                found["scores"] = squad_evaluate.evaluate_file(
+                    predict_file, paths[0],
+                    na_prob_file=paths[2] if version_2_with_negative else None,
+                    version_2_with_negative=version_2_with_negative)
+            return found
+
+        def dev_scores(step):
+            """While training (`DevEval`): the EM/F1 of predict_file, on every worker alike."""
+            with tempfile.TemporaryDirectory(prefix="bert_tf_squad_eval_") as directory:
+                return predict_and_score(directory)["scores"]
+
+        keeper = None
         if train_examples is not None:
+            if dev_eval.enabled:
+                predict_input()
+                keeper = finetuning.best_checkpoint(trainer, dev_eval, dev_scores)
             num_train_steps, num_warmup_steps = finetuning.train_schedule(
                 len(train_examples), train_batch_size, num_train_epochs, warmup_proportion)
             # Pre-shuffle the input to avoid having to make a very large shuffle
@@ -136,45 +206,16 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
                           train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
                           init_checkpoint=init_checkpoint,
                           save_checkpoints_steps=save_checkpoints_steps,
-                          iterations_per_loop=iterations_per_loop,
+                          iterations_per_loop=iterations_per_loop, best_checkpoint=keeper,
                           **scale_out.train_options())
+        elif dev_eval.enabled:
+            keeper = finetuning.best_checkpoint(trainer, dev_eval, None)  # an earlier run's best
+        finetuning.use_best_checkpoint(trainer, keeper)
 
-        if predict_examples is not None:
-            eval_file = inputs.add(os.path.join(output_dir, "eval.tf_record"))
-            eval_features = []
-            with squad_data.FeatureWriter(eval_file, is_training=False) as writer:
-                def append_feature(feature):
-                    eval_features.append(feature)
-                    writer.process_feature(feature)
-                squad_data.convert_examples_to_features(
-                    predict_examples, tokenizer, max_seq_length, doc_stride, max_query_length,
-                    is_training=False, output_fn=append_feature)
-            finetuning.log_run("Running predictions", num_orig_examples=len(predict_examples),
-                               num_split_examples=len(eval_features), batch_size=predict_batch_size)
-            spec = squad_data.name_to_features(max_seq_length, is_training=False)
-            data = input_pipeline.finite_records_input(eval_file, spec, len(eval_features),
-                                                       predict_batch_size, limits=limits)
-            outputs = trainer.predict(data, init_checkpoint=init_checkpoint)
-            all_results = [
-                squad_data.RawResult(unique_id=int(unique_id), start_logits=start, end_logits=end)
-                for unique_id, start, end in zip(outputs["unique_ids"], outputs["start_logits"],
-                                                 outputs["end_logits"])]
+        if do_predict:
+            predict_input()
             if trainer.is_chief:
-                predictions = squad_data.write_predictions(
-                    predict_examples, eval_features, all_results, n_best_size, max_answer_length,
-                    do_lower_case, os.path.join(output_dir, "predictions.json"),
-                    os.path.join(output_dir, "nbest_predictions.json"),
-                    os.path.join(output_dir, "null_odds.json"),
-                    version_2_with_negative=version_2_with_negative,
-                    null_score_diff_threshold=null_score_diff_threshold,
-                    verbose_logging=verbose_logging)
-                results["predictions"] = predictions
-                if predict_file and squad_evaluate.has_answers(predict_file):
-                    # New: the official EM/F1 when the predict file has answers.
-                    scores = squad_evaluate.evaluate_file(
-                        predict_file, os.path.join(output_dir, "predictions.json"),
-                        na_prob_file=(os.path.join(output_dir, "null_odds.json")
-                                      if version_2_with_negative else None),
-                        version_2_with_negative=version_2_with_negative)
-                    results["scores"] = scores
+                results.update(predict_and_score(output_dir))
+            else:
+                trainer.predict(predict_input()[0], init_checkpoint=init_checkpoint)
         return results

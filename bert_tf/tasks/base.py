@@ -51,12 +51,16 @@ class Task(abc.ABC):
         (a bare `y` fills the only one, when there is one).
       metric_sum_keys: keys of the training metric sums `compute_loss` returns.
       eval_sum_keys: keys of the sums `eval_step` returns.
+      default_best_metric: the evaluation result that ranks checkpoints
+        while training (`bert_tf.training.dev_eval`) unless the user names
+        another.
     """
 
     name = "task"
     label_keys = ()
     metric_sum_keys = ()
     eval_sum_keys = ()
+    default_best_metric = "loss"
 
     def __init__(self, config):
         self.config = config

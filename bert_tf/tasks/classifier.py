@@ -71,9 +71,9 @@ class BertClassifier(TaskModel, keras.Model):
     squared error); training logs `loss` and `accuracy` (regression:
     `mean_squared_error`). `evaluate` returns the original's `eval_accuracy`
     and `eval_loss` (weighted by `is_real_example` when the features hold it)
-    and the Estimator's `loss`; regression: `eval_loss` (mean squared error)
-    and `loss` (Pearson and Spearman need every prediction: apply
-    `bert_tf.tasks.classifier.pearson` / `spearman` to `predict`'s output).
+    and the Estimator's `loss`; regression: `eval_loss` (mean squared error),
+    `loss`, and `pearson` / `spearman` over every example evaluated, as
+    `Trainer.evaluate` and run_classifier's eval_results.txt.
     `predict` returns `ClassifierTask.predict_step`'s outputs: `logits` and
     `probabilities` [batch_size, num_labels] (regression: `logits` and
     `predictions` [batch_size]), and `label_ids` when the features hold them.
@@ -297,6 +297,10 @@ class ClassifierTask(Task):
     @property
     def needs_eval_predictions(self):
         return self.is_regression
+
+    @property
+    def default_best_metric(self):
+        return "pearson" if self.is_regression else "eval_accuracy"
 
     def eval_results_from_predictions(self, outputs):
         """`pearson` and `spearman` of the predictions against the labels (regression)."""

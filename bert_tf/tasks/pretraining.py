@@ -256,6 +256,7 @@ class PretrainingTask(Task):
                        "next_sentence_count")
     eval_sum_keys = ("masked_lm_weight", "masked_lm_loss_sum", "masked_lm_correct",
                      "next_sentence_count", "next_sentence_loss_sum", "next_sentence_correct")
+    default_best_metric = "masked_lm_accuracy"
 
     def __init__(self, config, max_seq_length=None, max_predictions_per_seq=None):
         super().__init__(config)

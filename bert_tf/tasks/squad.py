@@ -99,6 +99,8 @@ class SquadTask(Task):
     name = "squad"
     label_keys = ("start_positions", "end_positions")
     metric_sum_keys = ("start_correct", "end_correct", "examples")
+    # The official SQuAD F1 of the predictions (the runs score them; no eval_step).
+    default_best_metric = "f1"
 
     def build_model(self):
         return BertSquad(self.config)

@@ -12,10 +12,12 @@ from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before ker
 import inspect
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from bert_tf.errors import UserError
 from bert_tf.tasks import keras_data
+from bert_tf.tasks.base import passed_through
 from bert_tf.tasks.base import safe_div
 from bert_tf.training import steps
 
@@ -295,15 +297,11 @@ class TaskModel(object):
 
     def test_step(self, data):
         state = self._task_model_state()
-        task = self.task
-        features = self.features_from_data(data)
-        local = task.eval_step(self, features)
-        # The global batch's sums, as the trainer's eval loop adds them up.
-        batch = tf.distribute.get_replica_context().all_reduce(
-            tf.distribute.ReduceOp.SUM, {k: local[k] for k in task.eval_sum_keys})
+        # The global batch's sums, as the trainer's eval loop adds them up (every
+        # replica holds them; the first one adds them to the metric).
+        batch = steps.replica_eval_sums(self.task, self, self.features_from_data(data))
         first = _first_replica()
-        sums = {k: batch[k] * first for k in task.eval_sum_keys}
-        sums["batch_loss_sum"] = task.eval_batch_loss(batch) * first
+        sums = {k: value * first for k, value in batch.items()}
         sums["num_batches"] = first
         state.eval_sums.update_state(sums)
         return state.eval_sums.result()
@@ -332,21 +330,66 @@ class TaskModel(object):
         return super().fit(*call.args, **call.kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
-        """Keras's `evaluate`: the task's eval metrics (`return_dict=True` names them)."""
-        if not self.task.eval_sum_keys:
+        """Keras's `evaluate`: the task's eval metrics (`return_dict=True` names them).
+
+        The same metrics as `Trainer.evaluate` on the same examples: the sums
+        of each batch reduced by `steps.replica_eval_sums`, and for a task
+        that needs every prediction (regression: `pearson`, `spearman`) its
+        `eval_results_from_predictions` over the same data (padding examples,
+        `is_real_example` 0, left out).
+        """
+        task = self.task
+        if not task.eval_sum_keys:
             raise UserError("%s has no evaluate(): the original's task has no eval mode (use "
                             "predict())" % type(self).__name__)
         call = _bind(super().evaluate, x, y, *args, **kwargs)
         if call.arguments.get("sample_weight") is not None:
             raise keras_data.no_weights_error(type(self).__name__, "sample_weight")
-        call.arguments["x"], call.arguments["y"] = keras_data.UserData(self, "evaluate").x_and_y(
-            x, y, "x", "y")
+        x, y = keras_data.UserData(self, "evaluate").x_and_y(x, y, "x", "y")
+        call.arguments["x"], call.arguments["y"] = x, y
+        return_dict = call.arguments.get("return_dict", False)
+        if task.needs_eval_predictions:
+            call.arguments["return_dict"] = True
         state = self._task_model_state()
         state.evaluating += 1
         try:
-            return super().evaluate(*call.args, **call.kwargs)
+            results = super().evaluate(*call.args, **call.kwargs)
         finally:
             state.evaluating -= 1
+        if not task.needs_eval_predictions:
+            return results
+        predictions = self._eval_predictions(x, y, call.arguments.get("batch_size"),
+                                             call.arguments.get("steps"))
+        results.update({k: float(v) for k, v in
+                        task.eval_results_from_predictions(predictions).items()})
+        if return_dict:
+            return results
+        return [results[name] for name in sorted(results)]
+
+    def _eval_predictions(self, x, y, batch_size=None, steps_limit=None):
+        """Every example's `predict_step` outputs with its labels (padding left out), in order."""
+        if isinstance(x, tf.data.Dataset):
+            dataset = x
+        else:
+            dataset = tf.data.Dataset.from_tensor_slices(x if y is None else (x, y)).batch(
+                batch_size or 32)
+        if steps_limit is not None:
+            dataset = dataset.take(steps_limit)
+        task = self.task
+
+        @tf.function
+        def predict(data):
+            features = self.features_from_data(data)
+            outputs = dict(task.predict_step(self, features))
+            outputs.update(passed_through(features, task.label_keys + ("is_real_example",)))
+            return outputs
+
+        rows = [{k: v.numpy() for k, v in predict(batch).items()} for batch in dataset]
+        outputs = {k: np.concatenate([row[k] for row in rows]) for k in rows[0]} if rows else {}
+        real = outputs.pop("is_real_example", None)
+        if real is not None:
+            outputs = {k: v[real.astype(bool)] for k, v in outputs.items()}
+        return outputs
 
     def predict(self, x, *args, **kwargs):
         """Keras's `predict`: a dict of numpy arrays, the task's `predict_step` outputs."""

@@ -34,93 +34,72 @@ Also `python -m bert_tf.tools.create_pretraining_data`; in a clone,
 `python tools/create_pretraining_data.py`.
 """
 
-from absl import app
-from absl import flags
+import sys
 
-from bert_tf.runs import cli
+from bert_tf.tools import cli
+from bert_tf.tools import flag_groups as groups
 
-flags.DEFINE_string("input_file", None,
-                    "Input raw text file (or comma-separated list of files).")
-flags.DEFINE_string(
-    "output_file", None,
-    "Output TF example file (or comma-separated list of files).")
-flags.DEFINE_string("vocab_file", None,
-                    "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool(
-    "do_lower_case", True,
-    "Whether to lower case the input text. Should be True for uncased "
-    "models and False for cased models.")
-flags.DEFINE_bool(
-    "do_whole_word_mask", False,
-    "Whether to use whole word masking rather than per-WordPiece masking.")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
-flags.DEFINE_integer("max_predictions_per_seq", 20,
-                     "Maximum number of masked LM predictions per sequence.")
-flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
-flags.DEFINE_integer(
-    "dupe_factor", 10,
-    "Number of times to duplicate the input data (with different masks).")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
-flags.DEFINE_float(
-    "short_seq_prob", 0.1,
-    "Probability of creating sequences which are shorter than the "
-    "maximum length.")
-# Beyond the original.
-flags.DEFINE_integer(
-    "num_workers", 1,
-    "Worker processes. 1 (default) = exact mode, the original's output. "
-    "N > 1 implies sharded mode (--documents_per_shard; by default 10000, or for "
-    "a corpus of fewer than 160000 documents a 16th of them, at least 64).")
-flags.DEFINE_integer(
-    "documents_per_shard", 0,
-    "0 (default) = exact mode: all documents in memory, the original's output. "
-    "D > 0 = sharded mode: shards of D consecutive documents, each with its own "
-    "seed derived from --random_seed, written in shard order; bounded memory.")
-flags.DEFINE_integer(
-    "num_output_files", 0,
-    "0 (default) = --output_file is the original's comma-separated list of "
-    "files. N > 0 = write N files named <output_file>-00000-of-0000N, ...")
-flags.DEFINE_string(
-    "runner", None,
-    "Run sharded mode on Apache Beam with this runner (DirectRunner, "
-    "DataflowRunner, FlinkRunner, SparkRunner, ...): the same output files as "
-    "--documents_per_shard without it. Beam's own pipeline options go after "
-    "a --. Needs `pip install bert_tf[beam]`.")
-flags.DEFINE_integer(
-    "record_buffer_mb", 256,
-    "Exact mode keeps the serialized instances for the final shuffle in memory "
-    "up to this many MB, then spills them to a temporary file next to the "
-    "first output file.")
+FLAGS = (
+    groups.string("input_file", None, "Input raw text file (or comma-separated list of files)."),
+    groups.string("output_file", None,
+                  "Output TF example file (or comma-separated list of files)."),
+    groups.VOCAB_FILE,
+    groups.DO_LOWER_CASE,
+    groups.boolean("do_whole_word_mask", False,
+                   "Whether to use whole word masking rather than per-WordPiece masking."),
+    groups.integer("max_seq_length", 128, "Maximum sequence length."),
+    groups.integer("max_predictions_per_seq", 20,
+                   "Maximum number of masked LM predictions per sequence."),
+    groups.integer("random_seed", 12345, "Random seed for data generation."),
+    groups.integer("dupe_factor", 10,
+                   "Number of times to duplicate the input data (with different masks)."),
+    groups.float_("masked_lm_prob", 0.15, "Masked LM probability."),
+    groups.float_("short_seq_prob", 0.1,
+                  "Probability of creating sequences which are shorter than the "
+                  "maximum length."),
+    # Beyond the original.
+    groups.integer(
+        "num_workers", 1,
+        "Worker processes. 1 (default) = exact mode, the original's output. "
+        "N > 1 implies sharded mode (--documents_per_shard; by default 10000, or for "
+        "a corpus of fewer than 160000 documents a 16th of them, at least 64)."),
+    groups.integer(
+        "documents_per_shard", 0,
+        "0 (default) = exact mode: all documents in memory, the original's output. "
+        "D > 0 = sharded mode: shards of D consecutive documents, each with its own "
+        "seed derived from --random_seed, written in shard order; bounded memory."),
+    groups.integer(
+        "num_output_files", 0,
+        "0 (default) = --output_file is the original's comma-separated list of "
+        "files. N > 0 = write N files named <output_file>-00000-of-0000N, ..."),
+    groups.string(
+        "runner", None,
+        "Run sharded mode on Apache Beam with this runner (DirectRunner, "
+        "DataflowRunner, FlinkRunner, SparkRunner, ...): the same output files as "
+        "--documents_per_shard without it. Beam's own pipeline options go after "
+        "a --. Needs `pip install bert_tf[beam]`."),
+    groups.integer(
+        "record_buffer_mb", 256,
+        "Exact mode keeps the serialized instances for the final shuffle in memory "
+        "up to this many MB, then spills them to a temporary file next to the "
+        "first output file."),
+)
 
-FLAGS = flags.FLAGS
-
-
-def run(argv):
-    """absl's main: the run the parsed flags ask for."""
-    if len(argv) > 1 and not FLAGS.runner:
-        raise app.UsageError("Too many command-line arguments: %s" % " ".join(argv[1:]))
-    from bert_tf.errors import UserError
+# Beam's own pipeline options (after a `--`) are the run's beam_args.
+def function():
+    """The library function this tool calls (imported when it runs)."""
     from bert_tf.runs.create_pretraining_data import create_pretraining_data
-
-    for name in ("input_file", "output_file", "vocab_file"):
-        if not getattr(FLAGS, name):
-            raise UserError("--%s is required" % name)
-    create_pretraining_data(
-        input_file=FLAGS.input_file, output_file=FLAGS.output_file,
-        vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
-        do_whole_word_mask=FLAGS.do_whole_word_mask, max_seq_length=FLAGS.max_seq_length,
-        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-        random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
-        masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
-        num_workers=FLAGS.num_workers, documents_per_shard=FLAGS.documents_per_shard,
-        num_output_files=FLAGS.num_output_files, runner=FLAGS.runner, beam_args=argv[1:],
-        record_buffer_mb=FLAGS.record_buffer_mb)
+    return create_pretraining_data
 
 
-def main():
+TOOL = cli.Tool(__name__, function, FLAGS,
+                required=("input_file", "output_file", "vocab_file"), positional="beam_args")
+
+
+def main(argv=None):
     """The command line: `bert-create-pretraining-data`."""
-    cli.run(run, __name__)
+    return TOOL.main(argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -22,29 +22,28 @@ Also `python -m bert_tf.tools.evaluate_squad`; in a clone, `python tools/evaluat
 import json
 import sys
 
-from absl import app
-from absl import flags
+from bert_tf.errors import UserError
+from bert_tf.tools import cli
+from bert_tf.tools import flag_groups as groups
 
-from bert_tf.runs import cli
-
-flags.DEFINE_string("data_file", None,
-                    "SQuAD json with gold answers, e.g. dev-v1.1.json or dev-v2.0.json "
-                    "(or the first positional argument).")
-flags.DEFINE_string("prediction_file", None,
-                    "Model predictions, JSON {question id: answer text}, e.g. run_squad's "
-                    "predictions.json (or the second positional argument).")
-flags.DEFINE_string("na_prob_file", None,
-                    "SQuAD 2.0: model estimates of the no-answer probability, JSON "
-                    "{question id: float}, e.g. run_squad's null_odds.json. Adds the "
-                    "best-threshold search (best_exact, best_f1 and their thresholds).")
-flags.DEFINE_float("na_prob_thresh", 1.0,
-                   "SQuAD 2.0: predict \"\" if the no-answer probability exceeds this.")
-flags.DEFINE_bool("version_2_with_negative", None,
-                  "Evaluate as SQuAD 2.0 (True) or 1.1 (False); default: 2.0 if a question "
-                  "of --data_file carries \"is_impossible\" or --na_prob_file is given.")
-flags.DEFINE_string("out_file", None, "Also write the result as JSON to this file.")
-
-FLAGS = flags.FLAGS
+FLAGS = (
+    groups.string("data_file", None,
+                  "SQuAD json with gold answers, e.g. dev-v1.1.json or dev-v2.0.json "
+                  "(or the first positional argument)."),
+    groups.string("prediction_file", None,
+                  "Model predictions, JSON {question id: answer text}, e.g. run_squad's "
+                  "predictions.json (or the second positional argument)."),
+    groups.string("na_prob_file", None,
+                  "SQuAD 2.0: model estimates of the no-answer probability, JSON "
+                  "{question id: float}, e.g. run_squad's null_odds.json. Adds the "
+                  "best-threshold search (best_exact, best_f1 and their thresholds)."),
+    groups.float_("na_prob_thresh", 1.0,
+                  "SQuAD 2.0: predict \"\" if the no-answer probability exceeds this."),
+    groups.boolean("version_2_with_negative", None,
+                   "Evaluate as SQuAD 2.0 (True) or 1.1 (False); default: 2.0 if a question "
+                   "of --data_file carries \"is_impossible\" or --na_prob_file is given."),
+    groups.string("out_file", None, "Also write the result as JSON to this file."),
+)
 
 # The official scripts' option spellings -> ours.
 _OFFICIAL_FLAGS = {"--na-prob-file": "--na_prob_file", "-n": "--na_prob_file",
@@ -63,31 +62,24 @@ def official_argv(argv):
     return out
 
 
-def run(argv):
-    """absl's main: the run the parsed flags ask for."""
-    from bert_tf.data import squad_evaluate  # pylint: disable=g-import-not-at-top
-    from bert_tf.errors import UserError  # pylint: disable=g-import-not-at-top
-
-    positional = argv[1:]
+def files_from_positional(values, positional):
+    """The official scripts' positional `data_file prediction_file` as the two flags."""
     if len(positional) > 2:
-        raise app.UsageError("Too many command-line arguments: %s" % " ".join(positional))
-    data_file = FLAGS.data_file
-    prediction_file = FLAGS.prediction_file
+        raise UserError("Too many command-line arguments: %s" % " ".join(positional))
     if positional:
-        if data_file or (len(positional) == 2 and prediction_file):
-            raise app.UsageError("Give the files as flags or as positional arguments, not both.")
-        data_file = positional[0]
+        if values["data_file"] or (len(positional) == 2 and values["prediction_file"]):
+            raise UserError("Give the files as flags or as positional arguments, not both.")
+        values["data_file"] = positional[0]
         if len(positional) == 2:
-            prediction_file = positional[1]
-    if not data_file:
-        raise UserError("--data_file is required")
-    if not prediction_file:
-        raise UserError("--prediction_file is required")
+            values["prediction_file"] = positional[1]
+    for name in ("data_file", "prediction_file"):
+        if not values[name]:
+            raise UserError("--%s is required" % name)
+    return []
 
-    result = squad_evaluate.evaluate_file(
-        data_file, prediction_file, na_prob_file=FLAGS.na_prob_file,
-        version_2_with_negative=FLAGS.version_2_with_negative,
-        na_prob_thresh=FLAGS.na_prob_thresh, out_file=FLAGS.out_file)
+
+def report(result, values):
+    """The result as the official scripts print it (v1.1: one line; v2.0: indented)."""
     if "exact_match" in result:
         text = json.dumps(result)  # evaluate-v1.1.py
     else:
@@ -96,11 +88,21 @@ def run(argv):
     sys.stdout.flush()
 
 
-def main():
+def function():
+    """The library function this tool calls (imported when it runs)."""
+    from bert_tf.data.squad_evaluate import evaluate_file
+    return evaluate_file
+
+
+TOOL = cli.Tool(__name__, function, FLAGS,
+                positional="positional", argv_rewrite=official_argv,
+                prepare=files_from_positional, report=report)
+
+
+def main(argv=None):
     """The command line: `bert-evaluate-squad`."""
-    sys.argv = official_argv(sys.argv)
-    cli.run(run, __name__)
+    return TOOL.main(argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

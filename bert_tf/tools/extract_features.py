@@ -16,77 +16,61 @@ are still written as float32 numbers, within about 1e-1 of float32's).
 Also `python -m bert_tf.tools.extract_features`; in a clone, `python tools/extract_features.py`.
 """
 
-from absl import app
-from absl import flags
-from absl import logging
+import sys
 
-from bert_tf.runs import cli
+from bert_tf.tools import cli
+from bert_tf.tools import flag_groups as groups
 
-flags.DEFINE_string("input_file", None, "")
-flags.DEFINE_string("output_file", None, "")
-flags.DEFINE_string("layers", "-1,-2,-3,-4", "")
-flags.DEFINE_string(
-    "bert_config_file", None,
-    "The config json file corresponding to the pre-trained BERT model. "
-    "This specifies the model architecture.")
-flags.DEFINE_integer(
-    "max_seq_length", 128,
-    "The maximum total input sequence length after WordPiece tokenization. "
-    "Sequences longer than this will be truncated, and sequences shorter "
-    "than this will be padded.")
-flags.DEFINE_string(
-    "init_checkpoint", None,
-    "Initial checkpoint (usually from a pre-trained BERT model).")
-flags.DEFINE_string("vocab_file", None,
-                    "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool(
-    "do_lower_case", True,
-    "Whether to lower case the input text. Should be True for uncased "
-    "models and False for cased models.")
-flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
-flags.DEFINE_enum("mixed_precision", None, ["bf16", "fp16"],
-                  "Compute the forward pass in bfloat16 (bf16) or float16 (fp16); "
-                  "variables stay float32, LayerNorm and softmax run in float32, and the "
-                  "JSON values are written as float32 numbers. Default: float32.")
 # Accepted so that the original command lines keep working; they change
 # nothing here (the one-hot lookup gives the same numbers as the gather).
-flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
-flags.DEFINE_string("master", None, "If using a TPU, the address of the master.")
-flags.DEFINE_integer("num_tpu_cores", 8,
-                     "Accepted for the original's command lines; ignored (extract_features "
-                     "runs on the local device).")
-flags.DEFINE_bool("use_one_hot_embeddings", False,
-                  "If True, tf.one_hot will be used for embedding lookups, otherwise "
-                  "tf.nn.embedding_lookup will be used. On TPUs, this should be True "
-                  "since it is much faster.")
+_LOCAL_DEVICE = "extract_features runs on the local device"
 
-FLAGS = flags.FLAGS
+FLAGS = (
+    groups.string("input_file", None, ""),
+    groups.string("output_file", None, ""),
+    groups.string("layers", "-1,-2,-3,-4", ""),
+    groups.BERT_CONFIG_FILE,
+    groups.MAX_SEQ_LENGTH,
+    groups.INIT_CHECKPOINT,
+    groups.VOCAB_FILE,
+    groups.DO_LOWER_CASE,
+    groups.integer("batch_size", 32, "Batch size for predictions."),
+    groups.enum("mixed_precision", None, ["bf16", "fp16"],
+                "Compute the forward pass in bfloat16 (bf16) or float16 (fp16); "
+                "variables stay float32, LayerNorm and softmax run in float32, and the "
+                "JSON values are written as float32 numbers. Default: float32."),
+    groups.boolean("use_tpu", False, "Whether to use TPU or GPU/CPU.",
+                   ignored="--use_tpu: TPUs are reached through tf.distribute in bert_tf; "
+                           + _LOCAL_DEVICE + "."),
+    groups.string("master", None, "If using a TPU, the address of the master.",
+                  ignored="--master is ignored: " + _LOCAL_DEVICE),
+    groups.integer("num_tpu_cores", 8,
+                   "Accepted for the original's command lines; ignored (extract_features "
+                   "runs on the local device).",
+                   ignored="--num_tpu_cores is ignored: " + _LOCAL_DEVICE),
+    groups.boolean("use_one_hot_embeddings", False,
+                   "If True, tf.one_hot will be used for embedding lookups, otherwise "
+                   "tf.nn.embedding_lookup will be used. On TPUs, this should be True "
+                   "since it is much faster.",
+                   ignored="--use_one_hot_embeddings changes nothing here: the lookup "
+                           "gives the same numbers"),
+)
 
-
-def run(argv):
-    """absl's main: the run the parsed flags ask for."""
-    if len(argv) > 1:
-        raise app.UsageError("Too many command-line arguments.")
-    if FLAGS.use_tpu:
-        logging.warning("--use_tpu: TPUs are reached through tf.distribute in bert_tf; "
-                        "extract_features runs on the local device.")
+def function():
+    """The library function this tool calls (imported when it runs)."""
     from bert_tf.runs.extract_features import extract_features
-    extract_features(
-        FLAGS.input_file, FLAGS.output_file, FLAGS.bert_config_file, FLAGS.init_checkpoint,
-        FLAGS.vocab_file, layers=FLAGS.layers, max_seq_length=FLAGS.max_seq_length,
-        do_lower_case=FLAGS.do_lower_case, batch_size=FLAGS.batch_size,
-        mixed_precision=FLAGS.mixed_precision)
+    return extract_features
 
 
-def main():
+TOOL = cli.Tool(__name__, function, FLAGS,
+                required=("input_file", "vocab_file", "bert_config_file", "init_checkpoint",
+                          "output_file"))
+
+
+def main(argv=None):
     """The command line: `bert-extract-features`."""
-    flags.mark_flag_as_required("input_file")
-    flags.mark_flag_as_required("vocab_file")
-    flags.mark_flag_as_required("bert_config_file")
-    flags.mark_flag_as_required("init_checkpoint")
-    flags.mark_flag_as_required("output_file")
-    cli.run(run, __name__)
+    return TOOL.main(argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

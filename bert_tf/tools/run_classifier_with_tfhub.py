@@ -28,48 +28,28 @@ Also `python -m bert_tf.tools.run_classifier_with_tfhub`; in a clone,
 `python tools/run_classifier_with_tfhub.py`.
 """
 
-from absl import app
-from absl import flags
-from absl import logging
+import sys
 
-from bert_tf.runs import cli
+from bert_tf.tools import cli
+from bert_tf.tools import flag_groups as groups
 
-flags.DEFINE_string(
-    "bert_hub_module_handle", None,
-    "Handle for the BERT TF-Hub module.")
-cli.define_classifier_flags(flags)
-cli.define_tpu_flags(flags)
-flags.DEFINE_string(
-    "tpu_job_name", None,
-    "Name of TPU worker, if anything other than 'tpu_worker'")
+BERT_HUB_MODULE_HANDLE = groups.string("bert_hub_module_handle", None,
+                                       "Handle for the BERT TF-Hub module.")
 
-## New (beyond the original)
-cli.define_scale_out_flags(flags)
-# --help lists the shared, TPU and scale-out flags with this tool's own (not only --helpfull).
-flags.adopt_module_key_flags(cli)
-
-FLAGS = flags.FLAGS
-
-
-def run(argv):
-    """absl's main: the run the parsed flags ask for."""
-    if len(argv) > 1:
-        raise app.UsageError("Too many command-line arguments: %s" % " ".join(argv[1:]))
-    if FLAGS.tpu_job_name:
-        logging.warning("--tpu_job_name is ignored: TPUStrategy finds the TPU workers itself")
+def function():
+    """The library function this tool calls (imported when it runs)."""
     from bert_tf.runs.run_classifier_with_tfhub import run_classifier_with_tfhub
-    run_classifier_with_tfhub(FLAGS.task_name, FLAGS.data_dir, FLAGS.bert_hub_module_handle,
-                              FLAGS.output_dir, **cli.classifier_run_options(FLAGS))
+    return run_classifier_with_tfhub
 
 
-def main():
+TOOL = cli.Tool(__name__, function, (BERT_HUB_MODULE_HANDLE,) + groups.CLASSIFIER,
+                required=("bert_hub_module_handle",) + groups.CLASSIFIER_REQUIRED)
+
+
+def main(argv=None):
     """The command line: `bert-run-classifier-with-tfhub`."""
-    flags.mark_flag_as_required("data_dir")
-    flags.mark_flag_as_required("task_name")
-    flags.mark_flag_as_required("bert_hub_module_handle")
-    flags.mark_flag_as_required("output_dir")
-    cli.run(run, __name__)
+    return TOOL.main(argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,17 +12,47 @@
                 XLA, precision, accumulation) and what they make.
   output_dir    model.ckpt-N, the checkpoint cadence (`Checkpoints`, one home
                 for `Trainer` and the Keras callback), eval_results.txt.
-  callbacks     CheckpointCallback: the same output_dir from Keras `fit`.
+  dev_eval      DevEval, BestCheckpoint: evaluation on the dev set while
+                training, the best checkpoint, early stopping (Trainer's and
+                Keras `fit`'s).
+  callbacks     CheckpointCallback, BestCheckpointCallback: the same output_dir
+                from Keras `fit`.
   progress      progress logs (steps/s, examples/s, ETA) and TensorBoard scalars.
+
+The names below load on first use (PEP 562): importing an option group
+(`bert_tf.training.scale_out`, `bert_tf.training.dev_eval`) or
+`bert_tf.training.preemption` loads neither TensorFlow nor Keras.
 """
 
-from bert_tf.training.callbacks import CheckpointCallback  # noqa: F401
-from bert_tf.training.optimization import create_optimizer  # noqa: F401
-from bert_tf.training.output_dir import CHECKPOINT_BASENAME  # noqa: F401
-from bert_tf.training.output_dir import KEEP_CHECKPOINT_MAX  # noqa: F401
-from bert_tf.training.output_dir import checkpoint_prefix  # noqa: F401
-from bert_tf.training.output_dir import latest_checkpoint  # noqa: F401
-from bert_tf.training.output_dir import prune_checkpoints  # noqa: F401
-from bert_tf.training.output_dir import write_eval_results  # noqa: F401
-from bert_tf.training.trainer import NonFiniteLossError  # noqa: F401
-from bert_tf.training.trainer import Trainer  # noqa: F401
+import importlib as _importlib
+
+# Public name -> its module.
+_LAZY = {
+    "BestCheckpointCallback": "bert_tf.training.callbacks",
+    "CheckpointCallback": "bert_tf.training.callbacks",
+    "create_optimizer": "bert_tf.training.optimization",
+    "CHECKPOINT_BASENAME": "bert_tf.training.output_dir",
+    "KEEP_CHECKPOINT_MAX": "bert_tf.training.output_dir",
+    "checkpoint_prefix": "bert_tf.training.output_dir",
+    "latest_checkpoint": "bert_tf.training.output_dir",
+    "prune_checkpoints": "bert_tf.training.output_dir",
+    "write_eval_results": "bert_tf.training.output_dir",
+    "NonFiniteLossError": "bert_tf.training.trainer",
+    "Trainer": "bert_tf.training.trainer",
+    "DevEval": "bert_tf.training.dev_eval",
+    "ScaleOut": "bert_tf.training.scale_out",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    value = getattr(_importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,5 +1,8 @@
 """Keras callbacks for `fit` (original: the Estimator's checkpointing and restore-on-start).
 
+`BestCheckpointCallback` (new) evaluates on dev data every N steps, keeps the
+best checkpoint and stops early, as the fine-tuning tools' `--eval_every_steps`.
+
 `CheckpointCallback` keeps an `output_dir` as the original's Estimator (and
 `bert_tf.training.Trainer`) keeps it: `model.ckpt-<global_step>` in Google's
 format every `save_checkpoints_steps` and at the end of `fit`, with the
@@ -41,9 +44,12 @@ import keras  # noqa: E402
 from absl import logging  # noqa: E402
 
 from bert_tf.errors import UserError  # noqa: E402
+from bert_tf.modeling import checkpoint as checkpoint_lib  # noqa: E402
 from bert_tf.training import distribute  # noqa: E402
 from bert_tf.training import optimization  # noqa: E402
 from bert_tf.training import preemption  # noqa: E402
+from bert_tf.training.dev_eval import BestCheckpoint  # noqa: E402
+from bert_tf.training.dev_eval import DevEval  # noqa: E402
 from bert_tf.training.output_dir import KEEP_CHECKPOINT_MAX  # noqa: E402
 from bert_tf.training.output_dir import Checkpoints  # noqa: E402
 from bert_tf.training.output_dir import checkpoint_prefix  # noqa: E402
@@ -189,3 +195,97 @@ class CheckpointCallback(keras.callbacks.Callback):
         prefix = self._checkpoints.save(self.model, self._optimizer(), step)
         if prefix is not None:
             self.last_saved = prefix
+
+
+class BestCheckpointCallback(keras.callbacks.Callback):
+    """Evaluates on dev data every N steps of `fit`, keeps the best checkpoint, stops early.
+
+    The Keras side of `bert_tf.training.dev_eval` (what the fine-tuning
+    tools' `--eval_every_steps`, `--best_metric` and `--early_stopping_patience`
+    do), with the same `BestCheckpoint`: every `eval_every_steps` steps and at
+    the end of `fit`, `model.evaluate(validation_data)` runs; the results go
+    to `output_dir/eval_history.jsonl`, the best weights to
+    `output_dir/best/model.ckpt-<step>` (Google's format, with
+    `best/eval_results.txt`), and after `early_stopping_patience`
+    evaluations without a better `best_metric`, `fit` stops. A `fit` run
+    again with the same `output_dir` goes on from the history (and trains no
+    further if it had stopped early).
+
+      best = BestCheckpointCallback("output_dir", (dev_texts, dev_labels),
+                                    eval_every_steps=100, early_stopping_patience=3)
+      model.fit(train_data, epochs=3, callbacks=[CheckpointCallback("output_dir"), best])
+      bert_tf.modeling.checkpoint.load_checkpoint(model, best.best_checkpoint())
+
+    Args:
+      output_dir: where the history and `best/` go.
+      validation_data: `(x, y)` or a dataset, any form `model.evaluate` takes.
+      eval_every_steps: evaluate when global_step passes a multiple of it.
+      best_metric: a key of `evaluate`'s results (default: the task's,
+        `model.task.default_best_metric`); names ending in "loss" are
+        better lower.
+      early_stopping_patience: 0 (never), or stop after this many
+        evaluations in a row without a better `best_metric`.
+      batch_size: `evaluate`'s batch size for in-memory data.
+    """
+
+    def __init__(self, output_dir, validation_data, eval_every_steps, best_metric=None,
+                 early_stopping_patience=0, batch_size=None):
+        super().__init__()
+        if not output_dir:
+            raise UserError("BestCheckpointCallback: output_dir is empty")
+        if isinstance(eval_every_steps, bool) or not isinstance(eval_every_steps, int) or (
+                eval_every_steps <= 0):
+            raise UserError("BestCheckpointCallback: eval_every_steps must be a positive "
+                            "integer, got %r" % (eval_every_steps,))
+        self.output_dir = str(output_dir)
+        self.validation_data = validation_data
+        self.options = DevEval(eval_every_steps=eval_every_steps, best_metric=best_metric,
+                               early_stopping_patience=early_stopping_patience)
+        self.options.check()
+        self.batch_size = batch_size
+        self.keeper = None
+
+    def _step(self):
+        optimizer = self.model.optimizer
+        return int(getattr(optimizer, "inner_optimizer", optimizer).iterations.numpy())
+
+    def _evaluate(self, step):
+        data = self.validation_data
+        if isinstance(data, (tuple, list)) and len(data) == 2:
+            x, y = data
+        else:
+            x, y = data, None
+        return self.model.evaluate(x, y, batch_size=self.batch_size, return_dict=True,
+                                   verbose=0)
+
+    def _save(self, step):
+        def save(prefix):
+            checkpoint_lib.save_checkpoint(self.model, prefix, global_step=step,
+                                           update_state=False)
+        return save
+
+    def best_checkpoint(self):
+        """`output_dir/best/model.ckpt-<N>` of the best evaluation so far, or None."""
+        return self.keeper.best_checkpoint() if self.keeper is not None else None
+
+    def on_train_begin(self, logs=None):
+        task = getattr(self.model, "task", None)
+        default = task.default_best_metric if task is not None else "loss"
+        self.keeper = BestCheckpoint(
+            self.output_dir, self.options, default, self._evaluate,
+            is_chief=distribute.is_chief(self.model.distribute_strategy))
+        if self.keeper.stopped_early:
+            logging.warning("BestCheckpointCallback: %s says training stopped early; fit trains "
+                            "no further (use a new output_dir to train again)",
+                            self.keeper.history_file)
+            self.model.stop_training = True
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self._step()
+        if self.keeper.due(step) and self.keeper.evaluate_and_record(step, self._save(step)):
+            self.model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        step = self._step()
+        if step and not self.keeper.evaluated_at(step) and not self.keeper.stopped_early:
+            self.keeper.evaluate_and_record(step, self._save(step))

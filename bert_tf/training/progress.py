@@ -9,8 +9,8 @@ from tensorflow.core.framework import summary_pb2
 # Re-exported: `format_duration` lives at the ground floor, where the data modules use it too.
 from bert_tf.item_progress import format_duration  # noqa: F401
 
-# The Estimator logged the loss every 100 steps on CPU/GPU.
-LOG_STEPS = 100
+# The Estimator's logging period (--log_steps), declared with the option.
+from bert_tf.training.scale_out import LOG_STEPS  # noqa: F401,E402
 
 # TensorBoard's scalar-plugin metadata, so `tf.summary.write` makes scalar
 # summaries without importing `tensorboard` (not a dependency of this project).

@@ -8,8 +8,8 @@ TPU flags (`--use_tpu`, `--tpu_name`, `--tpu_zone`, `--gcp_project`, `--master`,
 (`create_strategy`, before any TensorFlow op runs: MultiWorkerMirroredStrategy
 needs that), the arguments of the `Trainer` under it and of its `train`, and
 the model options of the config (`configure_model`). The runs
-(`bert_tf.runs`) take one; the tools build it from their flags
-(`bert_tf.runs.cli.scale_out_from_flags`).
+(`bert_tf.runs`) take one; each field is a flag of the training tools
+(`bert_tf.options`: declared here once, with its help).
 
   scale_out = ScaleOut(distribution_strategy="mirrored", num_gpus=8, mixed_precision="bf16")
   strategy = scale_out.create_strategy()
@@ -20,12 +20,13 @@ the model options of the config (`configure_model`). The runs
 import dataclasses
 from typing import Optional
 
-import tensorflow as tf
 from absl import logging
 
 from bert_tf.errors import UserError
-from bert_tf.training import distribute
-from bert_tf.training.progress import LOG_STEPS
+from bert_tf.options import option
+
+# The Estimator logged the loss every 100 steps on CPU/GPU (--log_steps).
+LOG_STEPS = 100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,21 +57,71 @@ class ScaleOut(object):
         scale is not in the checkpoint).
     """
 
-    distribution_strategy: Optional[str] = None
-    num_gpus: Optional[int] = None
-    use_tpu: bool = False
-    tpu_name: Optional[str] = None
-    tpu_zone: Optional[str] = None
-    gcp_project: Optional[str] = None
-    master: Optional[str] = None
-    num_tpu_cores: int = 8
-    use_xla: bool = False
-    mixed_precision: Optional[str] = None
-    num_accumulation_steps: int = 1
-    optimizer_type: str = "adamw"
-    log_steps: int = LOG_STEPS
-    gradient_checkpointing: bool = False
-    seed: Optional[int] = None
+    # The original's TPU flags (same names, types, defaults and help).
+    use_tpu: bool = option(False, "Whether to use TPU or GPU/CPU.")
+    tpu_name: Optional[str] = option(
+        None,
+        "The Cloud TPU to use for training. This should be either the name "
+        "used when creating the Cloud TPU, or a grpc://ip.address.of.tpu:8470 "
+        "url.")
+    tpu_zone: Optional[str] = option(
+        None,
+        "[Optional] GCE zone where the Cloud TPU is located in. If not "
+        "specified, we will attempt to automatically detect the GCE project from "
+        "metadata.")
+    gcp_project: Optional[str] = option(
+        None,
+        "[Optional] Project name for the Cloud TPU-enabled project. If not "
+        "specified, we will attempt to automatically detect the GCE project from "
+        "metadata.")
+    master: Optional[str] = option(None, "[Optional] TensorFlow master URL.")
+    num_tpu_cores: int = option(
+        8,
+        "Only used if `use_tpu` is True. Accepted for the original's command lines and "
+        "ignored with a warning: the TPU strategy uses every core of the TPU.")
+    # New (beyond the original).
+    distribution_strategy: Optional[str] = option(
+        None,
+        "tf.distribute strategy. Default: tpu with --use_tpu, mirrored with "
+        "--num_gpus > 1, one_device with --num_gpus=1, else off.",
+        enum_values=["off", "one_device", "mirrored", "multi_worker_mirrored", "tpu"])
+    num_gpus: Optional[int] = option(
+        None,
+        "GPUs per worker (mirrored / one_device). Default (or -1): every visible GPU; "
+        "0: the CPU. The devices used are logged.")
+    use_xla: bool = option(False, "Compile each replica's training step with XLA.")
+    mixed_precision: Optional[str] = option(
+        None,
+        "Mixed precision: bf16 (TPU, Ampere+ GPUs) or fp16 (with dynamic "
+        "loss scaling). Variables stay float32; LayerNorm, softmax and the "
+        "losses run in float32. Default: float32.",
+        enum_values=["bf16", "fp16"])
+    num_accumulation_steps: int = option(
+        1,
+        "Split each replica's share of --train_batch_size into this many "
+        "micro-batches and accumulate their gradients: the same update as the "
+        "whole batch with less memory. --train_batch_size stays the batch of "
+        "one update.")
+    optimizer_type: str = option(
+        "adamw", "adamw: the original AdamWeightDecayOptimizer; lamb: LAMB.",
+        enum_values=["adamw", "lamb"])
+    log_steps: int = option(
+        LOG_STEPS,
+        "Log progress (steps/s, examples/s, ETA) and write summaries at "
+        "least every this many steps.")
+    gradient_checkpointing: bool = option(
+        False,
+        "Recompute each Transformer layer's activations in the backward pass "
+        "instead of keeping them: less memory (a larger batch or a longer "
+        "sequence), about a third more compute per step; the same gradients.")
+    seed: Optional[int] = option(
+        None,
+        "A reproducible run that resumes exactly: the initial weights, the training "
+        "input's order and the dropout masks follow from this seed, and TensorFlow's op "
+        "determinism is on. Two runs with one seed write the same checkpoints, and a "
+        "run killed at any point and started again with the same command ends with the "
+        "same checkpoint as a run never stopped. Default: unseeded, as the original.",
+        lower_bound=0)
 
     def strategy_name(self):
         """The strategy asked for: tpu with --use_tpu, mirrored with --num_gpus > 1, one_device
@@ -96,6 +147,9 @@ class ScaleOut(object):
         gives the same bits on every run, and TensorFlow's global seed is set
         to it (`tf.random.set_seed`).
         """
+        # TensorFlow loads here, not when the options are made (the tools' --help).
+        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+        from bert_tf.training import distribute  # pylint: disable=g-import-not-at-top
         if self.seed is not None:
             if isinstance(self.seed, bool) or int(self.seed) < 0:
                 raise UserError("--seed must be a non-negative integer, got %r" % (self.seed,))

@@ -253,29 +253,63 @@ def initial_eval_sums(task):
     return {k: tf.constant(0.0) for k in eval_sum_keys(task)}
 
 
+def replica_eval_sums(task, model, features):
+    """One global eval batch's sums, in a replica context: the one reduction of evaluation.
+
+    The task's `eval_step` sums on this replica, summed over every replica
+    (one collective), and `batch_loss_sum`: the batch's loss
+    (`task.eval_batch_loss`, the Estimator's `loss` metric times the number
+    of batches). Every replica returns the same values. `Trainer.evaluate`'s
+    loop and the task models' Keras `test_step` both add these up.
+    """
+    keys = tuple(task.eval_sum_keys)
+    local = task.eval_step(model, features)
+    total = tf.distribute.get_replica_context().all_reduce(
+        tf.distribute.ReduceOp.SUM, tf.stack([tf.cast(local[k], tf.float32) for k in keys]))
+    batch = {k: total[j] for j, k in enumerate(keys)}
+    batch["batch_loss_sum"] = task.eval_batch_loss(batch)
+    return batch
+
+
+def eval_results(task, sums, num_batches, predictions=None):
+    """The task's metrics from the summed batches (and every prediction, where it needs them).
+
+    Args:
+      sums: the added-up `replica_eval_sums` (Python floats or float32 Tensors).
+      num_batches: how many global batches they add up.
+      predictions: every example's `predict_step` outputs with its labels (in
+        input order, padding dropped), for a task whose
+        `needs_eval_predictions` (STS-B's Pearson and Spearman); else None.
+    """
+    results = dict(task.eval_results(sums, num_batches))
+    if task.needs_eval_predictions:
+        if predictions is None:
+            raise TypeError("task %s evaluates from its predictions too: pass them"
+                            % task.name)
+        results.update(task.eval_results_from_predictions(predictions))
+    return results
+
+
 def build_eval_loop(strategy, task, model):
     """`loop(iterator, num_steps, sums) -> sums`: adds `num_steps` batches' eval sums to `sums`.
 
-    `sums["batch_loss_sum"]` adds up each global batch's loss
-    (`task.eval_batch_loss`), the Estimator's `loss` metric times the number
-    of batches. Start from `initial_eval_sums(task)`; an evaluation may run in
-    chunks (one host call each, so progress shows between them): passing each
-    chunk's float32 sums to the next adds every batch in the same order as
-    one call over all the batches, so the sums are the same to the bit.
+    Each batch's sums are `replica_eval_sums` (all-reduced in the replicas;
+    the first replica's copy is added). Start from `initial_eval_sums(task)`;
+    an evaluation may run in chunks (one host call each, so progress shows
+    between them): passing each chunk's float32 sums to the next adds every
+    batch in the same order as one call over all the batches, so the sums
+    are the same to the bit.
     """
-    keys = tuple(task.eval_sum_keys)
 
-    def replica_eval_step(features):
-        sums = task.eval_step(model, features)
-        return tf.stack([sums[k] for k in keys])  # one collective per batch
+    def replica_step(features):
+        return replica_eval_sums(task, model, features)
 
     @tf.function
     def eval_loop(iterator, num_steps, sums):
         for _ in tf.range(num_steps):
-            per_replica = strategy.run(replica_eval_step, args=(next(iterator),))
-            values = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
-            batch = {k: values[j] for j, k in enumerate(keys)}
-            batch["batch_loss_sum"] = task.eval_batch_loss(batch)
+            per_replica = strategy.run(replica_step, args=(next(iterator),))
+            batch = tf.nest.map_structure(
+                lambda value: strategy.experimental_local_results(value)[0], per_replica)
             sums = {k: sums[k] + batch[k] for k in sums}
         return sums
 

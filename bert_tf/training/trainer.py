@@ -308,7 +308,8 @@ class Trainer(object):
     @_stopping_at_preemption_notices
     def train(self, dataset_fn, train_batch_size, num_train_steps, learning_rate,
               num_warmup_steps, init_checkpoint=None, save_checkpoints_steps=1000,
-              iterations_per_loop=1000, num_accumulation_steps=1, optimizer_type="adamw"):
+              iterations_per_loop=1000, num_accumulation_steps=1, optimizer_type="adamw",
+              best_checkpoint=None):
         """Trains until `global_step == num_train_steps`, resuming if it can.
 
         Args:
@@ -327,6 +328,11 @@ class Trainer(object):
           num_accumulation_steps: split each replica's batch into this many
             micro-batches and sum their gradients before one update (the same
             update as the whole batch, with a fraction of the activation memory).
+          best_checkpoint: None, or a `bert_tf.training.dev_eval.BestCheckpoint`:
+            it evaluates on the dev set every `eval_every_steps` steps and at
+            the last step (a host loop ends at each), keeps the best weights,
+            and may stop training early (the run then ends there, with its
+            checkpoint, as at its last step; a rerun trains no further).
 
         With the trainer's `seed`, `dataset_fn` must give the same batches in
         the same order on every call (a seeded shuffle, as the runs' pipelines
@@ -366,6 +372,11 @@ class Trainer(object):
         self.checkpoints.save_checkpoints_steps = int(save_checkpoints_steps)
         self.checkpoints.prepare()
         step = self.restore(init_checkpoint, with_optimizer=True)
+        if best_checkpoint is not None and best_checkpoint.stopped_early:
+            logging.warning("Skipping training since it stopped early at global_step %d (%s; "
+                            "a new --output_dir trains anew)", step,
+                            best_checkpoint.history_file)
+            return []
         if step >= num_train_steps:
             # A warning, not the Estimator's INFO: the run trains nothing.
             logging.warning("Skipping training since max_steps has already saved (global_step "
@@ -387,13 +398,19 @@ class Trainer(object):
         # The optimizer's schedule, to log the learning rate of each loop's last update.
         schedule = optimization.WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps)
         history, first_step = [], step
+        stop_early = False
+        if best_checkpoint is not None and step and best_checkpoint.due(step):
+            # Resumed at an evaluation's step (a run stopped right before it).
+            stop_early = self._dev_evaluation(best_checkpoint, step)
         # Port note: TPUEstimator ran `iterations_per_loop` steps per host call
         # on TPU only; here every device runs the steps of a host loop inside
         # one tf.function, and a loop also ends at each multiple of
         # save_checkpoints_steps (checkpoints land exactly on those steps) and
         # of log_steps (progress shows at least that often).
-        while step < num_train_steps:
+        while step < num_train_steps and not stop_early:
             chunk = self._next_chunk(step, num_train_steps, iterations_per_loop)
+            if best_checkpoint is not None:
+                chunk = min(chunk, best_checkpoint.steps_to_next(step))
             loop_start = time.time()
             # A bad input record (checked in tf.data) stops the run with one line,
             # and so does a lost worker of a multi-worker job.
@@ -416,14 +433,41 @@ class Trainer(object):
             if bool(stopped):  # a stop request, here or on another worker
                 progress.close()
                 self._preempted(step)
+            if best_checkpoint is not None and steps_done and (
+                    best_checkpoint.due(step) or step >= num_train_steps) and (
+                    not best_checkpoint.evaluated_at(step)):
+                stop_early = self._dev_evaluation(best_checkpoint, step)
         if self.checkpoints.saved_step != step:
             self.save(step)
         progress.close()
         if self._stop_requests is not None and self._stop_requests.requested:
             self._preempted(step)  # the notice came after the last step: skip what follows
-        logging.info("Training done: global_step %d, %d steps in %s", step, step - first_step,
-                     format_duration(time.time() - progress.start_time))
+        logging.info("Training done: global_step %d, %d steps in %s%s", step, step - first_step,
+                     format_duration(time.time() - progress.start_time),
+                     " (stopped early)" if stop_early else "")
         return history
+
+    def _dev_evaluation(self, best_checkpoint, step):
+        """`best_checkpoint`'s evaluation at `step`, the best weights kept; True: stop early."""
+        def save(prefix):
+            checkpoint_lib.save_checkpoint(self.model, prefix, global_step=step,
+                                           update_state=False)
+        with lost_worker.lost_workers_as_errors(self.strategy, step, self.output_dir,
+                                                output_dir_lib.latest_checkpoint):
+            return best_checkpoint.evaluate_and_record(step, save)
+
+    def use_checkpoint(self, checkpoint_path, flag="init_checkpoint"):
+        """Loads the weights of `checkpoint_path` (every model variable) for evaluate / predict.
+
+        E.g. the best checkpoint of a `BestCheckpoint` after training. The
+        results then report its `global_step`.
+        """
+        report = checkpoint_lib.load_checkpoint(self.model, checkpoint_path, strict=True,
+                                                flag=flag)
+        self.global_step = int(report.global_step or 0)
+        self._restored_from = checkpoint_path
+        logging.info("Evaluating and predicting with %s (global_step %d)", checkpoint_path,
+                     self.global_step)
 
     # ------------------------------------------------------------- evaluation
 
@@ -477,12 +521,13 @@ class Trainer(object):
                 done += chunk
                 progress.update(done)
             sums = {k: float(v) for k, v in sums.items()}
-        results = self.task.eval_results(sums, num_steps)
+        predictions = None
         if self.task.needs_eval_predictions:
             if not isinstance(data, FiniteInput):
                 raise TypeError("task %s evaluates from predictions: pass a FiniteInput"
                                 % self.task.name)
-            results.update(self.task.eval_results_from_predictions(self.predict(data)))
+            predictions = self.predict(data)
+        results = steps_lib.eval_results(self.task, sums, num_steps, predictions)
         results["global_step"] = int(self.global_step)
         elapsed = max(time.time() - start, 1e-9)
         logging.info("Evaluation done: %d batches in %s (%.1f examples/s)", num_steps,

@@ -53,7 +53,11 @@ def _question_ids(path):
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("run_squad")
+    return write_files(tmp_path_factory.mktemp("run_squad"))
+
+
+def write_files(tmp):
+    """SQuAD v1.1 and v2.0 train and dev files, their vocab, a tiny config and checkpoint."""
     paths = {"tmp": tmp}
     for version, v2 in (("v1.1", False), ("v2.0", True)):
         paths["train-" + version] = str(tmp / ("train-%s.json" % version))

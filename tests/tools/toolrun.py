@@ -41,12 +41,12 @@ def run(command, timeout=300):
 # ----------------------------------------------------------------- user errors
 #
 # Each tool's bad-input cases run in one child process (a fresh process per
-# case would import TensorFlow each time): the tool's `run(argv)` once per argv, recording
-# the one-line `UserError` that `cli.run` would print as `error: <message>`.
+# case would import TensorFlow each time): the tool's `TOOL.run(argv)` once per argv,
+# recording the one-line `UserError` that its `main` would print as `error: <message>`.
 
 
 def start_user_errors(tool, cases, work_dir):
-    """Starts a child that runs `tool`'s absl main (`bert_tf.tools.<name>.run`) once per case.
+    """Starts a child that runs `tool`'s `bert_tf.tools.<name>.TOOL.run` once per case.
 
     Args:
       tool: path of a script in tools/.
@@ -111,21 +111,17 @@ def path_under_a_file(directory, name="output"):
 
 
 def _run_user_error_cases(tool, cases_json, results_json):
-    sys.argv = [tool]
     sys.path.insert(0, os.path.dirname(tool))
     name = os.path.splitext(os.path.basename(tool))[0]
     importlib.import_module(name)  # tools/<name>.py: the clone's bert_tf, then the tool
-    module = importlib.import_module("bert_tf.tools." + name)  # its flags and absl main, run()
-    from absl import flags
+    module = importlib.import_module("bert_tf.tools." + name)  # its Tool
     from bert_tf.errors import UserError
     with open(cases_json) as f:
         cases = json.load(f)
     results = {}
     for name, argv in cases:
-        flags.FLAGS.unparse_flags()
-        flags.FLAGS([tool] + argv)
         try:
-            module.run([tool])
+            module.TOOL.run([tool] + argv)
             results[name] = None
         except UserError as e:
             results[name] = str(e)

@@ -9,7 +9,7 @@ descriptor does. TensorFlow's and Keras' Python INFO lines (the SavedModel
 writer's "contains input name(s) ... with unsupported characters", "Assets
 written to") go through the same absl logger as bert_tf's progress lines.
 
-`configure` (called by `bert_tf.runs.cli.run`, before TensorFlow loads) puts
+`configure` (called by `bert_tf.tools.cli.Tool.main`, before TensorFlow loads) puts
 a `StderrFilter` on descriptor 2 and a `PythonLogFilter` on absl's handler,
 unless the user asks for everything: absl's `--verbosity=1` (or higher), or
 `TF_CPP_MIN_LOG_LEVEL` set to 0 or 1. `--verbosity=-1` keeps warnings and
