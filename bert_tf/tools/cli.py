@@ -54,6 +54,8 @@ from bert_tf.tools import tf_logs
 _HELP_FLAGS = ("-?", "--help", "--helpshort", "--helpfull", "--helpxml")
 # absl's Python logging flags: every tool takes them (`--verbosity=1`, `-v 1`, ...).
 _LOGGING_MODULE = "absl.logging"
+# The key of a tool's own flags in its FlagValues (whatever `__name__` the tool runs as).
+_TOOL_FLAGS = "tool"
 _DEFINE = {
     "string": flags.DEFINE_string,
     "integer": flags.DEFINE_integer,
@@ -105,7 +107,7 @@ class Tool(object):
         """A new `absl.flags.FlagValues` with the tool's flags and absl's logging flags."""
         flag_values = flags.FlagValues()
         for flag in self.flags:
-            kwargs = {"flag_values": flag_values, "module_name": self.module}
+            kwargs = {"flag_values": flag_values, "module_name": _TOOL_FLAGS}
             if flag.kind == "enum":
                 flags.DEFINE_enum(flag.name, flag.default, list(flag.enum_values), flag.help,
                                   **kwargs)
@@ -123,7 +125,7 @@ class Tool(object):
         """`--help`'s text: the docstring, then the flags (`full`: absl's logging flags too)."""
         flag_values = self.flag_values()
         doc = (sys.modules[self.module].__doc__ or "").strip()
-        text = [doc, "", "flags:", flag_values.module_help(self.module).split("\n", 2)[-1]]
+        text = [doc, "", "flags:", flag_values.module_help(_TOOL_FLAGS).split("\n", 2)[-1]]
         if full:
             text += ["", flag_values.module_help(_LOGGING_MODULE)]
         return "\n".join(text).rstrip() + "\n"
