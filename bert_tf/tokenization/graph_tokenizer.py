@@ -108,6 +108,7 @@ import tensorflow as tf
 
 from bert_tf.tokenization import full_tokenizer
 from bert_tf.errors import UserError
+from bert_tf.tokenization import vocab as vocab_lib
 
 # WordpieceTokenizer's defaults.
 _UNK_TOKEN = "[UNK]"
@@ -303,7 +304,7 @@ def _code_point_tables(do_lower_case):
 def _load_vocab(vocab):
     """An OrderedDict token -> id from a vocab file, a mapping or a token list."""
     if isinstance(vocab, (str, bytes, os.PathLike)):
-        return full_tokenizer.load_vocab(vocab)
+        return vocab_lib.load_vocab(vocab)
     if isinstance(vocab, collections.abc.Mapping):
         return collections.OrderedDict(vocab)
     tokens = list(vocab)
@@ -360,7 +361,7 @@ class GraphTokenizer(tf.Module):
     """FullTokenizer + convert_tokens_to_ids + sentence(-pair) packing, in core TF ops.
 
     Args:
-      vocab_file: vocab file path (read with `full_tokenizer.load_vocab`), or a
+      vocab_file: vocab file path (read with `vocab.load_vocab`), or a
         mapping token -> id, or a list of tokens (ids in list order). Must hold
         "[UNK]"; packing also needs "[CLS]" and "[SEP]".
       do_lower_case: as FullTokenizer's.
