@@ -166,6 +166,18 @@ def back_imports(graph):
     return bad
 
 
+def library_files_matching(pattern, root=REPO_ROOT):
+    """The files of bert_tf/ whose text matches `pattern` (a regex, multi-line), as
+    `bert_tf/...` paths: where a one-home test finds a definition."""
+    found = []
+    for path in _python_files(root):
+        if path.startswith("bert_tf/"):
+            with open(os.path.join(root, path), encoding="utf-8") as f:
+                if re.search(pattern, f.read(), re.M):
+                    found.append(path)
+    return found
+
+
 def _lines(root, path):
     with open(os.path.join(root, path), encoding="utf-8") as f:
         return sum(1 for _ in f)

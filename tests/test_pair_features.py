@@ -6,13 +6,11 @@ Against the original's own features these run through `FullTokenizer.encode`
 and that the features have one home.
 """
 
-import os
-import re
-
 import pytest
 
 from bert_tf.errors import UserError
 from bert_tf.tokenization import pair_features
+from tests.test_layout import library_files_matching
 
 
 class _Ids(object):
@@ -65,16 +63,8 @@ def test_the_pair_features_have_one_home():
     from bert_tf import tokenization
     from bert_tf.data import text_features
     from bert_tf.tokenization import full_tokenizer
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    homes = []
-    for directory, _, names in os.walk(os.path.join(root, "bert_tf")):
-        for name in names:
-            if name.endswith(".py"):
-                with open(os.path.join(directory, name), encoding="utf-8") as f:
-                    if re.search(r"^\s*def (build_pair_features|truncate_seq_pair)\b", f.read(),
-                                 re.M):
-                        homes.append(os.path.relpath(os.path.join(directory, name), root))
-    assert homes == [os.path.join("bert_tf", "tokenization", "pair_features.py")]
+    homes = library_files_matching(r"^\s*def (build_pair_features|truncate_seq_pair)\b")
+    assert homes == ["bert_tf/tokenization/pair_features.py"]
     for name in ("build_pair_features", "truncate_seq_pair", "PairFeatures"):
         for module in (text_features, tokenization, full_tokenizer):
             assert getattr(module, name) is getattr(pair_features, name), (module, name)

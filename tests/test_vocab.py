@@ -7,14 +7,13 @@ config, and that the vocab check has one home.
 """
 
 import collections
-import os
-import re
 
 import pytest
 
 from bert_tf.errors import UserError
 from bert_tf.tokenization import vocab as vocab_lib
 from bert_tf.tokenization.full_tokenizer import FullTokenizer
+from tests.test_layout import library_files_matching
 from tests.test_tokenization import TEST_VOCAB
 from tests.test_tokenization import _write_vocab
 
@@ -82,16 +81,9 @@ def test_check_vocab_names_both_sizes_or_the_missing_token(tmp_path):
 
 
 def test_the_vocab_check_has_one_home():
-    """The tools, from_pretrained and every export check a vocab with vocab_lib.check_vocab."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    homes = []
-    for directory, _, names in os.walk(os.path.join(root, "bert_tf")):
-        for name in names:
-            if name.endswith(".py"):
-                with open(os.path.join(directory, name), encoding="utf-8") as f:
-                    if re.search(r"^\s*(def check_vocab\b|check_vocab = )", f.read(), re.M):
-                        homes.append(os.path.relpath(os.path.join(directory, name), root))
-    assert homes == [os.path.join("bert_tf", "tokenization", "vocab.py")]
+    """The tools, from_pretrained and every export check a vocab with tokenization.check_vocab."""
+    homes = library_files_matching(r"^\s*(def check_vocab\b|check_vocab = )")
+    assert homes == ["bert_tf/tokenization/vocab.py"]
     from bert_tf import tokenization as public
     from bert_tf.tokenization import full_tokenizer
     for name in ("load_vocab", "check_vocab", "convert_by_vocab", "convert_tokens_to_ids",
