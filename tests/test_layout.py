@@ -26,7 +26,7 @@ LAYERS = (
     ("tokenization", ("bert_tf/tokenization/",)),
     ("modeling", ("bert_tf/modeling/",)),
     ("data", ("bert_tf/data/",)),
-    ("releases", ("bert_tf/releases.py",)),
+    ("releases", ("bert_tf/releases/",)),
     ("training", ("bert_tf/training/",)),
     ("tasks", ("bert_tf/tasks/",)),
     ("export", ("bert_tf/export/",)),
