@@ -13,9 +13,12 @@
   squad_windows     run_squad's doc-stride windows, in Python and as graph ops.
   squad_evaluate    the official SQuAD v1.1 / v2.0 scores.
   input_pipeline    the original input_fns as tf.data, with every record checked.
+  record_checks     the records against the model: the first ones of each file, every
+                    one inside tf.data, a bad one named in one line.
   finite_input      every eval / predict example exactly once on any number of replicas.
 
-The text modules (all but input_pipeline, finite_input and pretraining/beam)
-import neither TensorFlow nor Keras; TensorFlow is loaded only for `gs://`
-paths and by the functions that write or parse TFRecords with it.
+The text modules (all but input_pipeline, record_checks, finite_input and
+pretraining/beam) import neither TensorFlow nor Keras; TensorFlow is loaded
+only for `gs://` paths and by the functions that write or parse TFRecords
+with it.
 """
