@@ -10,6 +10,7 @@ from bert_tf.modeling.layers.dense import BertDense
 from bert_tf.modeling.layers.dropout import Dropout
 from bert_tf.modeling.layers.initializers import create_initializer
 from bert_tf.modeling.layers.initializers import layer_norm
+from bert_tf.modeling.layers.surgery import replace_tracked
 
 
 def _dense(units, initializer_range, name, activation=None):
@@ -160,16 +161,15 @@ def _replace_dense(parent, attr, input_size, units):
     """`parent.<attr>` (a BertDense) replaced by a new, built one of [input_size, units].
 
     The new variables keep the old ones' paths (their TF1 names) and the
-    parent's tracking slot, so `weights` lists no stale variable.
+    parent's tracking slot, so `weights` lists no stale variable (see
+    `surgery.replace_tracked`).
     """
-    old = getattr(parent, attr)
-    new = BertDense(units, activation=old.activation, name=old.name,
-                    kernel_initializer=old.kernel_initializer, dtype=old.dtype_policy)
-    new._parent_path = old.kernel.path.rsplit("/", 2)[0]  # pylint: disable=protected-access
-    new.build((None, None, input_size))
-    object.__setattr__(parent, attr, new)
-    parent._tracker.replace_tracked_value("layers", old, new)  # pylint: disable=protected-access
-    return new
+    def make(old):
+        new = BertDense(units, activation=old.activation, name=old.name,
+                        kernel_initializer=old.kernel_initializer, dtype=old.dtype_policy)
+        new.build((None, None, input_size))
+        return new
+    return replace_tracked(parent, attr, make)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
