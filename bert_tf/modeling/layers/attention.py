@@ -144,6 +144,7 @@ class BertSelfAttention(keras.layers.Layer):
     def compute_output_shape(self, input_shape, attention_adder_shape=None):
         return tuple(input_shape[:-1]) + (self.all_head_size,)
 
+    # Written out per layer on purpose (see modeling/layers/__init__.py): its own arguments.
     def get_config(self):
         config = super().get_config()
         config.update({
@@ -201,6 +202,7 @@ class BertDenseResidualNorm(keras.layers.Layer):
         output = self.dropout(output, training=training)
         return self.layer_norm(output + residual)
 
+    # Written out per layer on purpose (see modeling/layers/__init__.py): its shape, arguments.
     def compute_output_shape(self, input_shape, residual_shape=None):
         return tuple(input_shape[:-1]) + (self.hidden_size,)
 
@@ -234,6 +236,7 @@ class BertAttention(keras.layers.Layer):
                  attention_probs_dropout_prob=0.1, initializer_range=0.02, pruned_heads=(),
                  **kwargs):
         super().__init__(**kwargs)
+        # This scope's arguments, for get_config (written out per layer: see layers/__init__.py).
         self.hidden_size = hidden_size
         self.num_attention_heads = num_attention_heads
         self.hidden_dropout_prob = hidden_dropout_prob

@@ -54,6 +54,7 @@ class BertEmbeddings(keras.layers.Layer):
         if kwargs.get("dtype") is None:
             kwargs["dtype"] = float32_variables_dtype()  # float32 tables, see initializers
         super().__init__(**kwargs)
+        # This scope's arguments, for get_config (written out per layer: see layers/__init__.py).
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.type_vocab_size = type_vocab_size
