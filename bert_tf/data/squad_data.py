@@ -81,6 +81,7 @@ class SquadExample(object):
                  start_position=None,
                  end_position=None,
                  is_impossible=False):
+        # The original's class, field for field: its constructor is the API (alike, not shared).
         self.qas_id = qas_id
         self.question_text = question_text
         self.doc_tokens = doc_tokens
@@ -135,6 +136,7 @@ class InputFeatures(object):
                  start_position=None,
                  end_position=None,
                  is_impossible=None):
+        # The original's class, field for field: its constructor is the API (alike, not shared).
         self.unique_id = unique_id
         self.example_index = example_index
         self.doc_span_index = doc_span_index
