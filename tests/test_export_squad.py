@@ -22,6 +22,7 @@ import tensorflow as tf
 from bert_tf import tokenization
 from bert_tf.data import demo_corpus
 from bert_tf.data import squad_data
+from bert_tf.data import squad_predictions
 from bert_tf.data import squad_windows
 from bert_tf.export.squad import SquadServingModule
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
@@ -121,10 +122,10 @@ def reference_predictions(task, model, tmp_path, do_lower_case=True, n_best_size
     batch = {k: tf.constant([getattr(f, k) for f in features], tf.int32)
              for k in ("input_ids", "input_mask", "segment_ids")}
     out = model(batch, training=False)
-    results = [squad_data.RawResult(f.unique_id, s, e) for f, s, e in zip(
+    results = [squad_predictions.RawResult(f.unique_id, s, e) for f, s, e in zip(
         features, np.asarray(out["start_logits"]), np.asarray(out["end_logits"]))]
     nbest_file = str(tmp_path / "nbest.json")
-    predictions = squad_data.write_predictions(
+    predictions = squad_predictions.write_predictions(
         examples, features, results, n_best_size, max_answer_length, do_lower_case,
         str(tmp_path / "predictions.json"), nbest_file, None)
     with open(nbest_file, encoding="utf-8") as f:
@@ -232,7 +233,7 @@ def test_final_text_matches_get_final_text(squad_task, do_lower_case):
                                                     doc.tok_to_orig_index[b] + 1])
             preds.append(tok_text)
             origs.append(orig_text)
-            want.append(squad_data.get_final_text(tok_text, orig_text, do_lower_case))
+            want.append(squad_predictions.get_final_text(tok_text, orig_text, do_lower_case))
     # Texts get_final_text falls back on, or that need a later occurrence.
     extra = [("", "abc"), ("", ""), ("x", ""), ("b", "a-b-b"), ("zz", "a b"),
              ("ab", "a b"), ("a b", "ab"), ("johann", "Johann's"), ("1943", "(1895-1943)."),
@@ -240,7 +241,7 @@ def test_final_text_matches_get_final_text(squad_task, do_lower_case):
     for p, o in extra:
         preds.append(p)
         origs.append(o)
-        want.append(squad_data.get_final_text(p, o, do_lower_case))
+        want.append(squad_predictions.get_final_text(p, o, do_lower_case))
     module = SquadServingModule(_FakeModel(), GraphTokenizer(squad_task.vocab, do_lower_case),
                                 max_seq_length=MAX_SEQ_LENGTH, doc_stride=DOC_STRIDE,
                                 max_query_length=MAX_QUERY_LENGTH)

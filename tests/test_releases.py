@@ -1,10 +1,11 @@
-"""bert_tf.releases: Google's released models by name, from a local HTTP server (never the internet).
+"""bert_tf.releases.download: Google's released models fetched from a local HTTP server (never the internet).
 
 The server on 127.0.0.1 serves archives built as Google builds them: a zip of
 `bert_config.json`, `vocab.txt` and `bert_model.ckpt.*` (under `<name>/` as
 the 2018 releases, or at the top as the 2020 small models), the checkpoint
 written by bert_tf's own `save_checkpoint` with the architecture of the real
 release `uncased_L-2_H-128_A-2` (its word embeddings zero, so the zip is small).
+The table of releases and what a name resolves to: tests/test_release_catalogue.py.
 """
 
 import glob
@@ -25,6 +26,7 @@ import pytest
 
 from bert_tf import item_progress
 from bert_tf import releases
+from bert_tf.releases import download
 from bert_tf.errors import UserError
 
 NAME = "uncased_L-2_H-128_A-2"
@@ -165,47 +167,13 @@ def assert_nothing_cached(tmp_path):
     assert glob.glob(str(cache / (".%s.tmp-*" % NAME))) == []
 
 
-# ----------------------------------------------------------------- the table
-
-
-def test_the_table_is_every_released_config_and_casing():
-    from bert_tf.pretrained import infer_do_lower_case
-    from bert_tf.tokenization import validate_case_matches_checkpoint
-
-    names = sorted(os.path.basename(p)[:-len(".json")]
-                   for p in glob.glob(os.path.join(REPO_ROOT, "configs", "*.json")))
-    assert sorted(releases.RELEASES) == names
-    for name in names:
-        with open(os.path.join(REPO_ROOT, "configs", name + ".json")) as f:
-            released = json.load(f)
-        release = releases.RELEASES[name]
-        assert dict(release.config) == {k: released[k] for k in release.config}, name
-        prefix = "/models/%s/bert_model.ckpt" % name
-        assert infer_do_lower_case(prefix) == release.do_lower_case, name
-        validate_case_matches_checkpoint(release.do_lower_case, prefix)  # the original agrees
-    assert sum(r.date == "2020_02_20" for r in releases.RELEASES.values()) == 23
-
-
-def test_urls_are_googles_and_the_base_is_overridable(monkeypatch):
-    monkeypatch.delenv(releases.URL_ENV, raising=False)
-    assert (releases.RELEASES["uncased_L-12_H-768_A-12"].url()
-            == "https://storage.googleapis.com/bert_models/2018_10_18/uncased_L-12_H-768_A-12.zip")
-    assert (releases.RELEASES["wwm_cased_L-24_H-1024_A-16"].url()
-            == "https://storage.googleapis.com/bert_models/2019_05_30/wwm_cased_L-24_H-1024_A-16.zip")
-    assert (releases.RELEASES["uncased_L-4_H-256_A-4"].url()
-            == "https://storage.googleapis.com/bert_models/2020_02_20/uncased_L-4_H-256_A-4.zip")
-    monkeypatch.setenv(releases.URL_ENV, "http://mirror.example/bert/")
-    assert (releases.RELEASES["chinese_L-12_H-768_A-12"].url()
-            == "http://mirror.example/bert/2018_11_03/chinese_L-12_H-768_A-12.zip")
+# ----------------------------------------------------------------- download, verify, load
 
 
 def test_the_download_code_imports_no_tensorflow():
-    code = ("import sys; import bert_tf.releases; "
+    code = ("import sys; import bert_tf.releases, bert_tf.releases.download; "
             "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT)
-
-
-# ----------------------------------------------------------------- download, verify, load
 
 
 def test_from_pretrained_by_name_downloads_verifies_and_loads(server, tmp_path, release_files,
@@ -240,7 +208,7 @@ def test_the_2018_layout_and_progress_lines_with_an_eta(server, tmp_path, releas
                                                         monkeypatch, info_logs):
     server.files[URL_PATH] = make_zip(release_files)  # under uncased_L-2_H-128_A-2/
     monkeypatch.setattr(item_progress, "PROGRESS_SECONDS", 0.0)
-    monkeypatch.setattr(releases, "_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(download, "_CHUNK_BYTES", 4096)
     assert releases.download_release(NAME) == entry(tmp_path)
     assert sorted(os.listdir(entry(tmp_path))) == sorted(release_files)
     lines = [r.getMessage() for r in info_logs.records]
@@ -371,22 +339,6 @@ def test_no_network_is_one_line(server, tmp_path):
                        % (NAME, re.escape(server.url), URL_PATH)) as e:
         releases.download_release(NAME, progress=False)
     assert "\n" not in str(e.value)
-
-
-def test_names_that_are_no_release(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(UserError, match=r"^--init_checkpoint=uncased_L-12_H-768_A12: no such "
-                                        r"file or directory, and not a released model's name "
-                                        r"\(did you mean uncased_L-12_H-768_A-12"):
-        releases.resolve_file("uncased_L-12_H-768_A12", "init_checkpoint")
-    with pytest.raises(UserError, match=r"^bert-base-uncased: not a released BERT model"):
-        releases.download_release("bert-base-uncased")
-    # Paths are the user's, existing or not (their own errors come later).
-    assert releases.resolve_file("no/such/bert_config.json", "bert_config_file") == \
-        "no/such/bert_config.json"
-    assert releases.resolve_file(None, "init_checkpoint") is None
-    (tmp_path / NAME).mkdir()  # a local directory of a release's name wins
-    assert releases.resolve(NAME) == NAME
 
 
 def _download_in_child(cache, url, results):

@@ -15,7 +15,6 @@ import base64
 import collections
 import json
 import os
-import re
 import sys
 import unicodedata
 
@@ -99,12 +98,6 @@ def test_wordpiece_tokenizer(cache_size):
         assert tokenizer.tokenize("unwanted running") == [
             "un", "##want", "##ed", "runn", "##ing"]
         assert tokenizer.tokenize("unwantedX running") == ["[UNK]", "runn", "##ing"]
-
-
-def test_convert_tokens_to_ids():
-    vocab = {t: i for i, t in enumerate(TEST_VOCAB[:10])}
-    assert tokenization.convert_tokens_to_ids(
-        vocab, ["un", "##want", "##ed", "runn", "##ing"]) == [7, 4, 5, 8, 9]
 
 
 def test_is_whitespace():
@@ -195,34 +188,8 @@ def test_whitespace_tokenize_splits_all_unicode_whitespace():
 
 
 # ---------------------------------------------------------------------------
-# Vocab files and errors
+# A vocab without [UNK] (the vocab file's own tests: tests/test_vocab.py)
 # ---------------------------------------------------------------------------
-
-
-def test_load_vocab_pip_dedupe(tmp_path):
-    path = tmp_path / "dup.txt"
-    # Duplicates (also after strip), CRLF, a lone "\r" inside a line (TF's
-    # readline drops it), blank lines, no final newline.
-    path.write_bytes(b"[UNK]\r\nhello\n  hello \nwor\rld\nworld\n\n\n##lo\n\xc3\xa9\nlast")
-    vocab = tokenization.load_vocab(str(path))
-    assert isinstance(vocab, collections.OrderedDict)
-    assert list(vocab.items()) == [("[UNK]", 0), ("hello", 1), ("world", 2),
-                                   ("", 3), ("##lo", 4), (u"\u00e9", 5), ("last", 6)]
-
-
-def test_missing_vocab_file(tmp_path):
-    missing = str(tmp_path / "nope" / "vocab.txt")
-    with pytest.raises(UserError, match="vocab_file .*nope.*vocab.txt"):
-        tokenization.FullTokenizer(missing)
-    with pytest.raises(UserError, match="vocab_file"):
-        tokenization.load_vocab(str(tmp_path))  # a directory
-
-
-def test_vocab_not_utf8(tmp_path):
-    path = tmp_path / "latin1.txt"
-    path.write_bytes(b"[UNK]\ncaf\xe9\n")
-    with pytest.raises(UserError, match=r"latin1.txt is not valid utf-8 \(line 2\)"):
-        tokenization.load_vocab(str(path))
 
 
 def test_vocab_without_unk(tmp_path):
@@ -614,51 +581,6 @@ def test_every_code_point_matches_original(tmp_path):
         problem = _first_difference("basic", texts, [basic.tokenize(t) for t in texts],
                                     result["basic"])
         assert problem is None, problem
-
-
-# ---------------------------------------------------------------------------
-# check_vocab: the vocab must fit the model (every tool that takes both)
-# ---------------------------------------------------------------------------
-
-
-class _Config(object):
-    """Anything with `vocab_size` will do (a BertConfig in the tools)."""
-
-    def __init__(self, vocab_size):
-        self.vocab_size = vocab_size
-
-
-def test_check_vocab_names_both_sizes_or_the_missing_token(tmp_path):
-    vocab = _write_vocab(tmp_path / "vocab.txt", TEST_VOCAB)
-    assert tokenization.check_vocab(vocab, _Config(len(TEST_VOCAB))) == len(TEST_VOCAB)
-    assert tokenization.check_vocab(vocab, _Config(30522)) == len(TEST_VOCAB)  # room to spare
-    with pytest.raises(UserError) as e:
-        tokenization.check_vocab(vocab, _Config(len(TEST_VOCAB) - 1), "cfg/bert_config.json")
-    assert str(e.value) == ("--vocab_file=%s has 12 tokens, more than vocab_size 11 of "
-                            "cfg/bert_config.json (the vocab is not the checkpoint's)" % vocab)
-    for token in ("[UNK]", "[CLS]", "[SEP]"):
-        without = _write_vocab(tmp_path / ("no_%s.txt" % token.strip("[]")),
-                               [t for t in TEST_VOCAB if t != token])
-        with pytest.raises(UserError) as e:
-            tokenization.check_vocab(without, _Config(100))
-        assert str(e.value) == "--vocab_file=%s has no %s token" % (without, token)
-    with pytest.raises(UserError, match="vocab_file .*missing.txt cannot be read: No such file"):
-        tokenization.check_vocab(str(tmp_path / "missing.txt"), _Config(100))
-
-
-def test_the_vocab_check_has_one_home():
-    """The tools, from_pretrained and every export check a vocab with tokenization.check_vocab."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    homes = []
-    for directory, _, names in os.walk(os.path.join(root, "bert_tf")):
-        for name in names:
-            if name.endswith(".py"):
-                with open(os.path.join(directory, name), encoding="utf-8") as f:
-                    if re.search(r"^\s*(def check_vocab\b|check_vocab = )", f.read(), re.M):
-                        homes.append(os.path.relpath(os.path.join(directory, name), root))
-    assert homes == [os.path.join("bert_tf", "tokenization", "full_tokenizer.py")]
-    from bert_tf import tokenization as public
-    assert public.check_vocab is tokenization.check_vocab
 
 
 def test_sources_compile_without_warnings():

@@ -217,26 +217,6 @@ def test_the_call_refuses_arguments_in_one_line(small, kwargs, message):
         small[0](["the cats", "a"], **kwargs)
 
 
-def test_the_pair_features_have_one_home():
-    """build_pair_features and truncate_seq_pair live in tokenization; data uses those objects."""
-    import os
-    import re
-    from bert_tf.data import text_features
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    homes = []
-    for directory, _, names in os.walk(os.path.join(root, "bert_tf")):
-        for name in names:
-            if name.endswith(".py"):
-                with open(os.path.join(directory, name), encoding="utf-8") as f:
-                    if re.search(r"^\s*def (build_pair_features|truncate_seq_pair)\b", f.read(),
-                                 re.M):
-                        homes.append(os.path.relpath(os.path.join(directory, name), root))
-    assert homes == [os.path.join("bert_tf", "tokenization", "full_tokenizer.py")]
-    assert text_features.build_pair_features is tokenization.build_pair_features
-    assert text_features.truncate_seq_pair is tokenization.truncate_seq_pair
-    assert text_features.PairFeatures is tokenization.PairFeatures
-
-
 # ------------------------------------------------------------------ decode
 
 

@@ -8,13 +8,17 @@
   tfrecord          TFRecord files without TensorFlow (tf.io.TFRecordWriter's bytes).
   text_features     [CLS] a [SEP] b [SEP] features and truncate_seq_pair.
   classifier_data   run_classifier's processors, convert_single_example, records.
-  squad_data        run_squad's examples, features, records and predictions.
+  squad_data        run_squad's examples, features and records.
+  squad_predictions run_squad's answers from the logits: the n-best, predictions.json.
   squad_windows     run_squad's doc-stride windows, in Python and as graph ops.
   squad_evaluate    the official SQuAD v1.1 / v2.0 scores.
   input_pipeline    the original input_fns as tf.data, with every record checked.
+  record_checks     the records against the model: the first ones of each file, every
+                    one inside tf.data, a bad one named in one line.
   finite_input      every eval / predict example exactly once on any number of replicas.
 
-The text modules (all but input_pipeline, finite_input and pretraining/beam)
-import neither TensorFlow nor Keras; TensorFlow is loaded only for `gs://`
-paths and by the functions that write or parse TFRecords with it.
+The text modules (all but input_pipeline, record_checks, finite_input and
+pretraining/beam) import neither TensorFlow nor Keras; TensorFlow is loaded
+only for `gs://` paths and by the functions that write or parse TFRecords
+with it.
 """

@@ -108,6 +108,7 @@ class InputFeatures(_Record):
     """
 
     def __init__(self, input_ids, input_mask, segment_ids, label_id, is_real_example=True):
+        # The original's class, field for field: its constructor is the API (alike, not shared).
         self.input_ids = input_ids
         self.input_mask = input_mask
         self.segment_ids = segment_ids
@@ -480,16 +481,20 @@ class ColaProcessor(DataProcessor):
 class _GluePairProcessor(DataProcessor):
     """A GLUE pair task: `train.tsv`, `dev.tsv`, `test.tsv`, each with a header.
 
-    Subclasses set the text columns (train/dev and test), the label column and
-    whether the guid is `<set>-<column 0>` (the file's id column) or
-    `<set>-<row index>`.
+    Subclasses set their labels, the text columns (train/dev and test), the
+    label column and whether the guid is `<set>-<column 0>` (the file's id
+    column) or `<set>-<row index>`.
     """
 
     files = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
+    labels = ("0", "1")
     text_columns = (1, 2)
     test_text_columns = (1, 2)
     label_column = -1
     guid_from_id_column = True
+
+    def get_labels(self):
+        return list(self.labels)
 
     def test_label(self):
         """The dummy label of test examples (the original's "0"/"contradiction" rule)."""
@@ -523,35 +528,25 @@ class Sst2Processor(_GluePairProcessor):
     label_column = 1
     guid_from_id_column = False
 
-    def get_labels(self):
-        return ["0", "1"]
-
 
 class QnliProcessor(_GluePairProcessor):
     """QNLI (GLUE): `index, question, sentence, label`; test without the label."""
 
     task_name = "QNLI"
-
-    def get_labels(self):
-        return ["entailment", "not_entailment"]
+    labels = ("entailment", "not_entailment")
 
 
 class RteProcessor(_GluePairProcessor):
     """RTE (GLUE): `index, sentence1, sentence2, label`; test without the label."""
 
     task_name = "RTE"
-
-    def get_labels(self):
-        return ["entailment", "not_entailment"]
+    labels = ("entailment", "not_entailment")
 
 
 class WnliProcessor(_GluePairProcessor):
     """WNLI (GLUE): `index, sentence1, sentence2, label` ("0"/"1"); test without the label."""
 
     task_name = "WNLI"
-
-    def get_labels(self):
-        return ["0", "1"]
 
 
 class QqpProcessor(_GluePairProcessor):
@@ -566,9 +561,6 @@ class QqpProcessor(_GluePairProcessor):
     task_name = "QQP"
     text_columns = (3, 4)
     label_column = 5
-
-    def get_labels(self):
-        return ["0", "1"]
 
     def _read_examples(self, data_dir, split, set_type=None):
         self._skipped = []
@@ -594,12 +586,10 @@ class StsbProcessor(_GluePairProcessor):
     """
 
     task_name = "STS-B"
+    labels = (None,)
     is_regression = True
     text_columns = (7, 8)
     test_text_columns = (7, 8)
-
-    def get_labels(self):
-        return [None]
 
 
 # --------------------------------------------------------------------------

@@ -93,29 +93,12 @@ ENCODER_INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 # ---------------------------------------------------------------------------
 
 
-def _flat_segment(segment):
-    """(values, row_splits) of a [batch, (tokens)] or [batch, (words), (tokens)] RaggedTensor."""
-    values = tf.cast(segment.flat_values, tf.int32)
-    splits = tf.cast(segment.nested_row_splits[0], tf.int64)
-    for inner in segment.nested_row_splits[1:]:
-        splits = tf.gather(tf.cast(inner, tf.int64), splits)
-    return values, splits
-
-
-def _take(values, splits, rows, offset):
-    """values[splits[rows] + offset] where valid (the caller masks the rest)."""
-    padded = tf.concat([values, [0]], 0)  # an index for empty segments
-    index = tf.gather(splits, rows)[:, None] + tf.cast(offset, tf.int64)
-    index = tf.clip_by_value(index, 0, tf.cast(tf.size(values), tf.int64))
-    return tf.gather(padded, index)
-
-
 def pack_inputs(segments, seq_length, cls_id, sep_id):
-    """`[CLS] a [SEP] (b [SEP])`, as `text_features.build_pair_features`.
+    """`[CLS] a [SEP] (b [SEP])` under TF Hub's keys, as `text_features.build_pair_features`.
 
-    `GraphTokenizer.pack_pair` with TF Hub's keys and a seq_length that may
-    be a Tensor (TF Hub's `bert_pack_inputs` takes it as an argument), in
-    dense ops (each position picks its token).
+    `graph_tokenizer.pack_segments` (the packing of `GraphTokenizer.pack_pair`)
+    with a seq_length that may be a Tensor (TF Hub's `bert_pack_inputs` takes
+    it as an argument), checked in the graph.
 
     Args:
       segments: list of 1 or 2 int RaggedTensors [batch, (tokens)] or
@@ -131,14 +114,6 @@ def pack_inputs(segments, seq_length, cls_id, sep_id):
     segments = list(segments)
     if not 1 <= len(segments) <= 2:
         raise UserError("bert_pack_inputs takes 1 or 2 segments, got %d" % len(segments))
-    values_a, splits_a = _flat_segment(segments[0])
-    len_a = tf.cast(splits_a[1:] - splits_a[:-1], tf.int32)  # [B]
-    if len(segments) == 2:
-        values_b, splits_b = _flat_segment(segments[1])
-        len_b = tf.cast(splits_b[1:] - splits_b[:-1], tf.int32)
-    else:
-        values_b, splits_b = values_a, splits_a
-        len_b = tf.zeros_like(len_a)
     static_length = seq_length if isinstance(seq_length, int) else None
     seq_length = tf.convert_to_tensor(seq_length, tf.int32)
     minimum = 2 if len(segments) == 1 else 3
@@ -148,42 +123,10 @@ def pack_inputs(segments, seq_length, cls_id, sep_id):
         % ("" if len(segments) == 1 else " b [SEP]"))]
     with tf.control_dependencies(checks):
         seq_length = tf.identity(seq_length)
-    # truncate_seq_pair in closed form: the longer side shrinks first (b on a
-    # tie) until the total is the budget, so a keeps
-    # min(len_a, max(budget - len_b, ceil(budget / 2))).
-    budget = seq_length - 3
-    fits = len_a + len_b <= budget
-    pair_a = tf.where(fits, len_a, tf.minimum(
-        len_a, tf.maximum(budget - len_b, (budget + 1) // 2)))
-    pair_b = tf.where(fits, len_b, budget - pair_a)
-    is_pair = len_b > 0
-    keep_a = tf.where(is_pair, pair_a, tf.minimum(len_a, seq_length - 2))[:, None]  # [B, 1]
-    keep_b = tf.where(is_pair, pair_b, 0)[:, None]
-    # As the original, a b truncated to nothing gets no [SEP] of its own.
-    has_b = tf.cast(keep_b > 0, tf.int32)
-    b_start = keep_a + 2
-    total = b_start + keep_b + has_b
-    rows = tf.range(tf.size(len_a))
-    j = tf.range(seq_length)[None, :]  # [1, S]
-    in_a = (j >= 1) & (j <= keep_a)
-    in_b = (j >= b_start) & (j < b_start + keep_b)
-    is_sep = tf.equal(j, keep_a + 1) | ((has_b > 0) & tf.equal(j, total - 1))
-    word_ids = tf.where(
-        tf.equal(j, 0), cls_id,
-        tf.where(is_sep, sep_id,
-                 tf.where(in_a, _take(values_a, splits_a, rows, j - 1),
-                          tf.where(in_b, _take(values_b, splits_b, rows, j - b_start), 0))))
-    real = j < total
-    types = (j >= b_start) & real
-
-    def fix(x):
-        return tf.ensure_shape(tf.cast(x, tf.int32), [None, static_length])
-
-    return {
-        "input_word_ids": fix(word_ids),
-        "input_mask": fix(real),
-        "input_type_ids": fix(types),
-    }
+    features = graph_tokenizer.pack_segments(
+        segments, seq_length if static_length is None else static_length, cls_id, sep_id)
+    return {"input_word_ids": features["input_ids"], "input_mask": features["input_mask"],
+            "input_type_ids": features["segment_ids"]}
 
 
 # ---------------------------------------------------------------------------

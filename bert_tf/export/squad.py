@@ -2,7 +2,7 @@
 """SQuAD prediction as one graph of core TensorFlow ops (original: run_squad's predict path).
 
 `SquadServingModule` turns (question, context) strings into the answer that
-`squad_data.write_predictions` puts in predictions.json for SQuAD 1.1, with
+`squad_predictions.write_predictions` puts in predictions.json for SQuAD 1.1, with
 core TensorFlow ops only (no tensorflow_text, no py_function), so a
 SavedModel of it runs in stock TF Serving:
 

@@ -28,6 +28,20 @@ def _float32_variables(kwargs):
     return kwargs
 
 
+def _add_output_weights(layer, num_outputs):
+    """The original's output layer of a head: `output_weights` [num_outputs, hidden_size]
+    (truncated normal, `layer.initializer_range`), then `output_bias` [num_outputs] (zeros).
+
+    Stored [num_outputs, hidden_size] and used transposed (x @ W^T + b), as the
+    original's next-sentence, classifier and SQuAD heads each wrote it.
+    """
+    layer.output_weights = layer.add_weight(
+        name="output_weights", shape=(num_outputs, layer.hidden_size),
+        initializer=create_initializer(layer.initializer_range))
+    layer.output_bias = layer.add_weight(name="output_bias", shape=(num_outputs,),
+                                         initializer="zeros")
+
+
 def gather_indexes(sequence_tensor, positions):
     """Gathers the vectors at `positions` (original: `gather_indexes`).
 
@@ -119,6 +133,7 @@ class MaskedLMHead(keras.layers.Layer):
         logits = ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
         return logits
 
+    # Written out per layer on purpose (see modeling/layers/__init__.py): its own arguments.
     def get_config(self):
         config = super().get_config()
         config.update({"vocab_size": self.vocab_size, "hidden_size": self.hidden_size,
@@ -147,10 +162,7 @@ class NextSentenceHead(keras.layers.Layer):
         self.initializer_range = initializer_range
 
     def build(self, input_shape=None):
-        self.output_weights = self.add_weight(
-            name="output_weights", shape=(2, self.hidden_size),
-            initializer=create_initializer(self.initializer_range))
-        self.output_bias = self.add_weight(name="output_bias", shape=(2,), initializer="zeros")
+        _add_output_weights(self, 2)
         self.built = True
 
     def call(self, pooled_output):
@@ -253,11 +265,7 @@ class ClassifierHead(keras.layers.Layer):
     def build(self, input_shape=None):
         if self.built:
             return
-        self.output_weights = self.add_weight(
-            name="output_weights", shape=(self.num_labels, self.hidden_size),
-            initializer=create_initializer(self.initializer_range))
-        self.output_bias = self.add_weight(name="output_bias", shape=(self.num_labels,),
-                                           initializer="zeros")
+        _add_output_weights(self, self.num_labels)
         self.built = True
 
     def call(self, pooled_output, training=None):
@@ -265,6 +273,7 @@ class ClassifierHead(keras.layers.Layer):
         logits = ops.matmul(x, ops.transpose(ops.cast(self.output_weights, x.dtype)))
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
+    # Written out per layer on purpose (see modeling/layers/__init__.py): its own arguments.
     def get_config(self):
         config = super().get_config()
         config.update({"num_labels": self.num_labels, "hidden_size": self.hidden_size,
@@ -291,10 +300,7 @@ class SquadOutput(keras.layers.Layer):
     def build(self, input_shape=None):
         if self.built:
             return
-        self.output_weights = self.add_weight(
-            name="output_weights", shape=(2, self.hidden_size),
-            initializer=create_initializer(self.initializer_range))
-        self.output_bias = self.add_weight(name="output_bias", shape=(2,), initializer="zeros")
+        _add_output_weights(self, 2)
         self.built = True
 
     def call(self, sequence_output):

@@ -4,6 +4,9 @@
 Port of google-research/bert `tokenization.py` as shipped in PyPI
 `bert-tensorflow==1.0.4` ("pip"). Pure Python: no TensorFlow import unless the
 vocab path is a remote URL (`gs://...`), which is read with `tf.io.gfile`.
+The vocab file's helpers (`load_vocab`, `check_vocab`, `convert_by_vocab`,
+...) are in `bert_tf.tokenization.vocab`, the pair features in
+`bert_tf.tokenization.pair_features`; both are importable from here too.
 
 Pipeline (same steps, same order as the original):
 
@@ -25,7 +28,7 @@ Pipeline (same steps, same order as the original):
 Model inputs and text (additions, with Hugging Face `BertTokenizer`'s names).
 `FullTokenizer.encode(text_a, text_b, max_seq_length)` gives the features of
 the original's `convert_single_example` (`build_pair_features`, their one
-home: `bert_tf.data.text_features` imports it); `FullTokenizer(...)(texts,
+home: `bert_tf.tokenization.pair_features`); `FullTokenizer(...)(texts,
 text_pair, padding=, truncation=, max_length=, return_tensors=)` a batch of
 them as lists, NumPy or TensorFlow (imported only then); `decode(ids)` and
 `convert_tokens_to_string(tokens)` write text back as Hugging Face
@@ -58,13 +61,22 @@ tests/test_tokenization.py against any graph version. tf-text's own
 `BertTokenizer(lower_case=True)` uses NFKC case folding and is NOT equivalent.
 """
 
-import collections
 import functools
-import os
 import re
 import unicodedata
 
 from bert_tf.errors import UserError
+# The vocab helpers and the pair features have their own modules; their names
+# stay importable from here, as from the original's tokenization module.
+from bert_tf.tokenization.pair_features import PairFeatures  # noqa: F401
+from bert_tf.tokenization.pair_features import build_pair_features
+from bert_tf.tokenization.pair_features import pad_features
+from bert_tf.tokenization.pair_features import truncate_seq_pair  # noqa: F401
+from bert_tf.tokenization.vocab import check_vocab  # noqa: F401
+from bert_tf.tokenization.vocab import convert_by_vocab
+from bert_tf.tokenization.vocab import convert_ids_to_tokens  # noqa: F401
+from bert_tf.tokenization.vocab import convert_tokens_to_ids  # noqa: F401
+from bert_tf.tokenization.vocab import load_vocab
 
 # Inclusive code-point ranges that `_tokenize_chinese_chars` isolates with
 # spaces: the CJK Unified Ideographs block, Extensions A-E, and the two CJK
@@ -280,129 +292,6 @@ def printable_text(text):
     return convert_to_unicode(text)
 
 
-def _read_vocab_text(vocab_file):
-    """Returns the vocab file's text, with line handling as `tf.gfile.GFile`."""
-    path = os.fspath(vocab_file)
-    try:
-        if "://" in path:
-            import tensorflow as tf  # pylint: disable=g-import-not-at-top
-            try:
-                if not tf.io.gfile.exists(path):
-                    raise UserError("vocab_file %s does not exist" % path)
-                with tf.io.gfile.GFile(path, "rb") as reader:
-                    data = reader.read()
-            except tf.errors.OpError as e:
-                raise UserError("vocab_file %s cannot be read: %s"
-                                % (path, e.message.splitlines()[0]))
-        else:
-            with open(path, "rb") as reader:
-                data = reader.read()
-    except UserError:
-        raise
-    except (OSError, IOError) as e:
-        raise UserError("vocab_file %s cannot be read: %s"
-                        % (path, getattr(e, "strerror", None) or e))
-    # The original reads lines with TF's buffered `readline`, which splits on
-    # "\n" only and silently drops every "\r" byte (so "a\rb" is "ab").
-    data = data.replace(b"\r", b"")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        # Port note: the original raises the bare UnicodeDecodeError.
-        raise UserError("vocab_file %s is not valid utf-8 (line %d)"
-                        % (path, data.count(b"\n", 0, e.start) + 1))
-
-
-def load_vocab(vocab_file):
-    """Loads a vocabulary file (one token per line) into an OrderedDict.
-
-    Each line is `str.strip()`ped (a blank line is the token ""). Ids count the
-    distinct tokens in file order; a repeated line is skipped, so the first
-    occurrence keeps its id.
-
-    Port note: this is pip's (bert-tensorflow 1.0.4) rule. GitHub HEAD gives
-    every line its own id and lets a later duplicate overwrite the earlier
-    one's. The two agree on every vocab without duplicate lines (all released
-    ones).
-
-    Args:
-      vocab_file: path of the vocab file (a local path, or a URL such as
-        gs://... that `tf.io.gfile` can read).
-
-    Returns:
-      collections.OrderedDict mapping token (str) -> id (int).
-
-    Raises:
-      UserError: if the file is missing, unreadable or not utf-8.
-    """
-    lines = _read_vocab_text(vocab_file).split("\n")
-    if lines[-1] == "":
-        # Text after the last "\n" is a line only if it is not empty.
-        lines.pop()
-    vocab = collections.OrderedDict()
-    for line in lines:
-        token = line.strip()
-        if token not in vocab:
-            vocab[token] = len(vocab)
-    return vocab
-
-
-def check_vocab(vocab_file, config, bert_config_file="bert_config_file"):
-    """Reads the vocab; it must fit the config's `vocab_size` and hold the special tokens.
-
-    A vocab with more tokens than the model has embeddings would give ids the
-    model cannot embed (an error on CPU, silent garbage on GPU/TPU); one
-    without `[CLS]`, `[SEP]` or `[UNK]` cannot build BERT's inputs.
-
-    Args:
-      vocab_file: path of the vocab file (`--vocab_file`).
-      config: a `BertConfig` (anything with `.vocab_size`).
-      bert_config_file: how to name the config in the error (its path or flag).
-
-    Returns:
-      int, the number of tokens.
-
-    Raises:
-      UserError: one line naming both numbers, or the missing token.
-    """
-    vocab = load_vocab(vocab_file)
-    if len(vocab) > config.vocab_size:
-        raise UserError("--vocab_file=%s has %d tokens, more than vocab_size %d of %s "
-                        "(the vocab is not the checkpoint's)"
-                        % (vocab_file, len(vocab), config.vocab_size, bert_config_file))
-    for token in ("[UNK]", "[CLS]", "[SEP]"):
-        if token not in vocab:
-            raise UserError("--vocab_file=%s has no %s token" % (vocab_file, token))
-    return len(vocab)
-
-
-def convert_by_vocab(vocab, items):
-    """Converts a sequence of [tokens|ids] using the vocab.
-
-    Raises:
-      KeyError: naming the first item that is not in `vocab` (as the original,
-        which has no [UNK] fallback at this level).
-    """
-    try:
-        return [vocab[item] for item in items]
-    except KeyError:
-        for item in items:
-            if item not in vocab:
-                # Port note: the original's KeyError carries only the item.
-                raise KeyError("%r is not in the vocabulary" % (item,))
-        raise
-
-
-def convert_tokens_to_ids(vocab, tokens):
-    """Maps tokens (str) to ids (int) with `vocab`; KeyError on an unknown token."""
-    return convert_by_vocab(vocab, tokens)
-
-
-def convert_ids_to_tokens(inv_vocab, ids):
-    """Maps ids (int) to tokens (str) with `inv_vocab`; KeyError on an unknown id."""
-    return convert_by_vocab(inv_vocab, ids)
-
-
 def whitespace_tokenize(text):
     """Strips and splits `text` on any Unicode whitespace (Python `str.split()`)."""
     return text.split()
@@ -442,109 +331,6 @@ def _wordpiece_decoder_cleanup(piece):
     for dirty, clean in _DECODE_CLEANUP:
         piece = piece.replace(dirty, clean)
     return piece
-
-
-# ---------------------------------------------------------------------------
-# Features: [CLS] a [SEP] b [SEP] (original: `convert_single_example`'s core)
-# ---------------------------------------------------------------------------
-
-# tokens: list of str (with [CLS]/[SEP]); input_ids, input_mask, segment_ids:
-# lists of int (zero padded to max_seq_length when one is given).
-PairFeatures = collections.namedtuple(
-    "PairFeatures", ["tokens", "input_ids", "input_mask", "segment_ids"])
-
-
-def truncate_seq_pair(tokens_a, tokens_b, max_length):
-    """Truncates a sequence pair in place to the maximum length (original: `_truncate_seq_pair`).
-
-    This is a simple heuristic which will always truncate the longer sequence
-    one token at a time (from its end; on a tie, `tokens_b`). This makes more
-    sense than truncating an equal percent of tokens from each, since if one
-    sequence is very short then each token that's truncated likely contains
-    more information than a longer sequence.
-    """
-    while len(tokens_a) + len(tokens_b) > max_length:
-        if len(tokens_a) > len(tokens_b):
-            tokens_a.pop()
-        else:
-            tokens_b.pop()
-
-
-def pad_features(features, length):
-    """`features` with `input_ids`, `input_mask`, `segment_ids` zero-padded to `length`."""
-    padding = [0] * (length - len(features.input_ids))
-    return features._replace(input_ids=features.input_ids + padding,
-                             input_mask=features.input_mask + padding,
-                             segment_ids=features.segment_ids + padding)
-
-
-def build_pair_features(tokens_a, tokens_b, max_seq_length, tokenizer, padding=True):
-    """Builds the features of one (pair of) tokenized text(s), as the original's classifier.
-
-    The one home of the original's sentence(-pair) features, which it built
-    in three places (`run_classifier.convert_single_example`,
-    `extract_features.convert_examples_to_features`, the Colab's
-    `input_fn_builder`); `bert_tf.data.text_features` and
-    `FullTokenizer.encode` / `__call__` use it.
-
-    Args:
-      tokens_a: list of str WordPiece tokens of the first segment (not modified).
-      tokens_b: list of str tokens of the second segment, or None / [] for a
-        single segment (the original tests `if tokens_b`, so an empty second
-        text gives a single-segment example).
-      max_seq_length: int >= 2 (>= 3 for a pair), or None: no truncation and
-        no padding.
-      tokenizer: has `convert_tokens_to_ids(tokens)`.
-      padding: zero-pad to max_seq_length (the original); False leaves the
-        features at their own length.
-
-    Returns:
-      `PairFeatures`: `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]` after
-      truncation (pairs: `truncate_seq_pair` to max_seq_length - 3, and a b
-      truncated to nothing gets no [SEP] of its own; single: the first
-      max_seq_length - 2 tokens), segment ids 0 up to the first `[SEP]` and 1
-      after, `input_mask` 1 for real tokens, and `input_ids`, `input_mask`,
-      `segment_ids` zero-padded to max_seq_length.
-
-    Raises:
-      UserError: max_seq_length leaves no room for [CLS] and the [SEP]s.
-    """
-    tokens_a = list(tokens_a)
-    tokens_b = list(tokens_b) if tokens_b else None
-    if max_seq_length is not None:
-        if max_seq_length < (3 if tokens_b else 2):
-            raise UserError("max_seq_length %d is too short for [CLS] a [SEP]%s"
-                            % (max_seq_length, " b [SEP]" if tokens_b else ""))
-        if tokens_b:
-            # Modifies `tokens_a` and `tokens_b` in place so that the total
-            # length is less than the specified length.
-            # Account for [CLS], [SEP], [SEP] with "- 3"
-            truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
-        elif len(tokens_a) > max_seq_length - 2:
-            # Account for [CLS] and [SEP] with "- 2"
-            tokens_a = tokens_a[0:(max_seq_length - 2)]
-
-    # The convention in BERT is:
-    # (a) For sequence pairs:
-    #  tokens:   [CLS] is this jack ##son ##ville ? [SEP] no it is not . [SEP]
-    #  type_ids: 0     0  0    0    0     0       0 0     1  1  1  1   1 1
-    # (b) For single sequences:
-    #  tokens:   [CLS] the dog is hairy . [SEP]
-    #  type_ids: 0     0   0   0  0     0 0
-    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-    segment_ids = [0] * len(tokens)
-    if tokens_b:
-        tokens += tokens_b + ["[SEP]"]
-        segment_ids += [1] * (len(tokens_b) + 1)
-    input_ids = list(tokenizer.convert_tokens_to_ids(tokens))
-    # The mask has 1 for real tokens and 0 for padding tokens. Only real
-    # tokens are attended to.
-    input_mask = [1] * len(input_ids)
-    features = PairFeatures(tokens, input_ids, input_mask, segment_ids)
-    if max_seq_length is not None and padding:
-        features = pad_features(features, max_seq_length)
-        assert len(features.input_ids) == max_seq_length
-    return features
 
 
 # ---------------------------------------------------------------------------

@@ -108,6 +108,7 @@ import tensorflow as tf
 
 from bert_tf.tokenization import full_tokenizer
 from bert_tf.errors import UserError
+from bert_tf.tokenization import vocab as vocab_lib
 
 # WordpieceTokenizer's defaults.
 _UNK_TOKEN = "[UNK]"
@@ -303,7 +304,7 @@ def _code_point_tables(do_lower_case):
 def _load_vocab(vocab):
     """An OrderedDict token -> id from a vocab file, a mapping or a token list."""
     if isinstance(vocab, (str, bytes, os.PathLike)):
-        return full_tokenizer.load_vocab(vocab)
+        return vocab_lib.load_vocab(vocab)
     if isinstance(vocab, collections.abc.Mapping):
         return collections.OrderedDict(vocab)
     tokens = list(vocab)
@@ -360,7 +361,7 @@ class GraphTokenizer(tf.Module):
     """FullTokenizer + convert_tokens_to_ids + sentence(-pair) packing, in core TF ops.
 
     Args:
-      vocab_file: vocab file path (read with `full_tokenizer.load_vocab`), or a
+      vocab_file: vocab file path (read with `vocab.load_vocab`), or a
         mapping token -> id, or a list of tokens (ids in list order). Must hold
         "[UNK]"; packing also needs "[CLS]" and "[SEP]".
       do_lower_case: as FullTokenizer's.
@@ -663,11 +664,7 @@ class GraphTokenizer(tf.Module):
 
         Returns:
           dict of int32 Tensors of shape [batch_size, max_seq_length]:
-          `input_ids` (zero-padded), `input_mask` (1 for real tokens),
-          `segment_ids` (1 from the first token of b through its [SEP]).
-          Pairs are truncated as `truncate_seq_pair` does to max_seq_length - 3
-          (the longer side loses its last token first; on a tie, b), single
-          segments to their first max_seq_length - 2 tokens.
+          `input_ids`, `input_mask`, `segment_ids` (see `pack_segments`).
         """
         for token, token_id in (("[CLS]", self._cls_id), ("[SEP]", self._sep_id)):
             if token_id is None:
@@ -676,73 +673,100 @@ class GraphTokenizer(tf.Module):
         if max_seq_length < (2 if ids_b is None else 3):
             raise UserError("max_seq_length %d is too short for [CLS] a [SEP]%s"
                             % (max_seq_length, "" if ids_b is None else " b [SEP]"))
-        ids_a = tf.cast(ids_a, tf.int32).with_row_splits_dtype(tf.int64)
-        len_a = tf.cast(ids_a.row_lengths(), tf.int32)  # [B]
-        # The ragged tensors built here are valid by construction (lengths >= 0 that sum to
-        # the number of values, B rows each), so neither they nor their concatenation
-        # (`_concat_rows`) carry validation asserts: in a model's graph, next to the
-        # tokenizer's loops, those cost every Keras fit / predict a Grappler warning
-        # ("Skipping loop optimization for Merge node with control input: ...AssertGuard").
-        if ids_b is None:
-            ids_b = tf.RaggedTensor.from_row_lengths(
-                tf.zeros([0], tf.int32), tf.zeros_like(ids_a.row_lengths()), validate=False)
-        ids_b = tf.cast(ids_b, tf.int32).with_row_splits_dtype(tf.int64)
-        len_b = tf.cast(ids_b.row_lengths(), tf.int32)
-        # truncate_seq_pair in closed form: the longer side shrinks first
-        # (b on a tie) until the total is budget, so a keeps
-        # min(len_a, max(budget - len_b, ceil(budget / 2))).
-        budget = max_seq_length - 3
-        fits = len_a + len_b <= budget
-        pair_a = tf.where(fits, len_a, tf.minimum(
-            len_a, tf.maximum(budget - len_b, (budget + 1) // 2)))
-        pair_b = tf.where(fits, len_b, budget - pair_a)
-        is_pair = len_b > 0
-        keep_a = tf.where(is_pair, pair_a, tf.minimum(len_a, max_seq_length - 2))
-        keep_b = tf.where(is_pair, pair_b, 0)
-        # As the original, a b truncated to nothing gets no [SEP] of its own.
-        has_b = tf.cast(keep_b > 0, tf.int32)
-        batch = tf.size(len_a)
-
-        def head(ids, n):
-            mask = tf.ragged.range(ids.row_lengths()) < tf.cast(n, tf.int64)[:, None]
-            return tf.ragged.boolean_mask(ids, mask)
-
-        def const(value, counts):
-            return tf.RaggedTensor.from_row_lengths(
-                tf.fill([tf.reduce_sum(counts)], value), tf.cast(counts, tf.int64),
-                validate=False)
-
-        ones = tf.ones([batch], tf.int32)
-        tokens = _concat_rows([const(self._cls_id, ones), head(ids_a, keep_a),
-                               const(self._sep_id, ones), head(ids_b, keep_b),
-                               const(self._sep_id, has_b)])
-        segments = _concat_rows([const(0, keep_a + 2), const(1, keep_b + has_b)])
-        shape = [None, max_seq_length]
-        return {
-            "input_ids": tokens.to_tensor(0, shape=shape),
-            "input_mask": tf.ones_like(tokens).to_tensor(0, shape=shape),
-            "segment_ids": segments.to_tensor(0, shape=shape),
-        }
+        return pack_segments([ids_a] if ids_b is None else [ids_a, ids_b], max_seq_length,
+                             self._cls_id, self._sep_id)
 
 
-def _concat_rows(pieces):
-    """`tf.concat(pieces, axis=1)` of ragged [B, (n)] Tensors with the same B, unvalidated.
+# ---------------------------------------------------------------------------
+# Packing: the one implementation (GraphTokenizer.pack_pair, and the TF Hub
+# preprocessor's bert_pack_inputs with its Tensor seq_length)
+# ---------------------------------------------------------------------------
 
-    The same values in the same places, without the asserts of tf.concat's
-    ragged kernel (all pieces have B rows by construction).
+
+def _flat_segment(segment):
+    """(values, row_splits) of a [batch, (tokens)] or [batch, (words), (tokens)] RaggedTensor."""
+    values = tf.cast(segment.flat_values, tf.int32)
+    splits = tf.cast(segment.nested_row_splits[0], tf.int64)
+    for inner in segment.nested_row_splits[1:]:
+        splits = tf.gather(tf.cast(inner, tf.int64), splits)
+    return values, splits
+
+
+def _take(values, splits, rows, offset):
+    """values[splits[rows] + offset] where valid (the caller masks the rest)."""
+    padded = tf.concat([values, [0]], 0)  # an index for empty segments
+    index = tf.gather(splits, rows)[:, None] + tf.cast(offset, tf.int64)
+    index = tf.clip_by_value(index, 0, tf.cast(tf.size(values), tf.int64))
+    return tf.gather(padded, index)
+
+
+def pack_segments(segments, seq_length, cls_id, sep_id):
+    """`[CLS] a [SEP] (b [SEP])` of token ids, as `text_features.build_pair_features`.
+
+    Dense ops, each position picking its token: no ragged op that carries
+    validation asserts (in a model's graph, next to the tokenizer's loops,
+    those cost every Keras fit / predict a Grappler warning, "Skipping loop
+    optimization for Merge node with control input: ...AssertGuard").
+
+    Args:
+      segments: list of 1 or 2 int RaggedTensors [batch, (tokens)] or
+        [batch, (words), (tokens)] (the words dimension is merged away). A
+        row whose second segment has no tokens is a single-segment example
+        (the original tests `if tokens_b`).
+      seq_length: int32 scalar, a Python int or a Tensor, >= 2 (>= 3 for 2
+        segments); the caller checks it.
+      cls_id, sep_id: Python ints.
+
+    Returns:
+      dict of int32 Tensors [batch, seq_length] (static when `seq_length` is
+      a Python int): `input_ids` (zero-padded), `input_mask` (1 for real
+      tokens), `segment_ids` (1 from the first token of b through its
+      [SEP]). Pairs are truncated as `truncate_seq_pair` does to
+      seq_length - 3 (the longer side loses its last token first; on a tie,
+      b), single segments to their first seq_length - 2 tokens.
     """
-    lengths = [piece.row_lengths() for piece in pieces]
-    total = tf.add_n(lengths)
-    offset = tf.cumsum(total, exclusive=True)  # where each output row starts
-    indices = []
-    for piece, length in zip(pieces, lengths):
-        rows = piece.value_rowids()
-        within = tf.range(tf.size(piece.values, out_type=tf.int64)) - tf.gather(
-            piece.row_starts(), rows)
-        indices.append(tf.cast(tf.gather(offset, rows) + within, tf.int32))
-        offset += length
-    values = tf.dynamic_stitch(indices, [piece.values for piece in pieces])
-    return tf.RaggedTensor.from_row_lengths(values, total, validate=False)
+    values_a, splits_a = _flat_segment(segments[0])
+    len_a = tf.cast(splits_a[1:] - splits_a[:-1], tf.int32)  # [B]
+    if len(segments) == 2:
+        values_b, splits_b = _flat_segment(segments[1])
+        len_b = tf.cast(splits_b[1:] - splits_b[:-1], tf.int32)
+    else:
+        values_b, splits_b = values_a, splits_a
+        len_b = tf.zeros_like(len_a)
+    static_length = seq_length if isinstance(seq_length, int) else None
+    seq_length = tf.convert_to_tensor(seq_length, tf.int32)
+    # truncate_seq_pair in closed form: the longer side shrinks first (b on a
+    # tie) until the total is the budget, so a keeps
+    # min(len_a, max(budget - len_b, ceil(budget / 2))).
+    budget = seq_length - 3
+    fits = len_a + len_b <= budget
+    pair_a = tf.where(fits, len_a, tf.minimum(
+        len_a, tf.maximum(budget - len_b, (budget + 1) // 2)))
+    pair_b = tf.where(fits, len_b, budget - pair_a)
+    is_pair = len_b > 0
+    keep_a = tf.where(is_pair, pair_a, tf.minimum(len_a, seq_length - 2))[:, None]  # [B, 1]
+    keep_b = tf.where(is_pair, pair_b, 0)[:, None]
+    # As the original, a b truncated to nothing gets no [SEP] of its own.
+    has_b = tf.cast(keep_b > 0, tf.int32)
+    b_start = keep_a + 2
+    total = b_start + keep_b + has_b
+    rows = tf.range(tf.size(len_a))
+    j = tf.range(seq_length)[None, :]  # [1, S]
+    in_a = (j >= 1) & (j <= keep_a)
+    in_b = (j >= b_start) & (j < b_start + keep_b)
+    is_sep = tf.equal(j, keep_a + 1) | ((has_b > 0) & tf.equal(j, total - 1))
+    word_ids = tf.where(
+        tf.equal(j, 0), cls_id,
+        tf.where(is_sep, sep_id,
+                 tf.where(in_a, _take(values_a, splits_a, rows, j - 1),
+                          tf.where(in_b, _take(values_b, splits_b, rows, j - b_start), 0))))
+    real = j < total
+    types = (j >= b_start) & real
+
+    def fix(x):
+        return tf.ensure_shape(tf.cast(x, tf.int32), [None, static_length])
+
+    return {"input_ids": fix(word_ids), "input_mask": fix(real), "segment_ids": fix(types)}
 
 
 def _concat_array(ta):

@@ -26,9 +26,9 @@ from bert_tf import _backend  # noqa: F401  (Keras' TensorFlow backend, before k
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bert_tf.tokenization import full_tokenizer  # noqa: E402
 from bert_tf.errors import UserError  # noqa: E402
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer  # noqa: E402
+from bert_tf.tokenization.vocab import load_vocab  # noqa: E402
 
 # The keys of raw text in a features dict (TF Hub's and the export's names).
 TEXT_KEYS = ("text_a", "text_b")
@@ -46,7 +46,7 @@ class BertPreprocessor(keras.layers.Layer):
 
     Args:
       vocab_file: path of the vocab file (one token per line, read as
-        `full_tokenizer.load_vocab` reads it); or None with `vocabulary`.
+        `bert_tf.tokenization.vocab.load_vocab` reads it); or None with `vocabulary`.
       do_lower_case: as `FullTokenizer`'s (True for uncased models).
       max_seq_length: int, the length of every feature row (>= 3).
       vocabulary: list of tokens in id order instead of `vocab_file` (what
@@ -74,7 +74,7 @@ class BertPreprocessor(keras.layers.Layer):
         if (vocab_file is None) == (vocabulary is None):
             raise UserError("BertPreprocessor needs exactly one of vocab_file= or vocabulary=")
         if vocab_file is not None:
-            vocabulary = list(full_tokenizer.load_vocab(vocab_file))
+            vocabulary = list(load_vocab(vocab_file))
         vocabulary = [str(token) for token in vocabulary]
         for token in ("[UNK]", "[CLS]", "[SEP]"):
             if token not in vocabulary:

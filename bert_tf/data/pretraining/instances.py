@@ -193,6 +193,10 @@ class InstanceGenerator(object):
                 if num_segments == 1 or random_() < 0.5:
                     is_random_next = True
                     target_b_length = target_seq_length - len(tokens_a)
+                    # rng_plan.py replays these same draws (without building the
+                    # tokens) to find where a document's draws start; written twice
+                    # on purpose: inlined here, the draws are the original's, in its
+                    # order, at full speed.
                     for _ in range(10):
                         random_document_index = randint(0, num_documents - 1)
                         if random_document_index != document_index:

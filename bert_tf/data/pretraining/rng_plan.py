@@ -270,6 +270,9 @@ class RngPlanner(object):
             len_a = prefix[i + a_end] - prefix[i]
             if num_segments == 1 or random_() < 0.5:
                 target_b_length = target_seq_length - len_a
+                # The draws of instances.py's loop, replayed on segment lengths
+                # alone (written twice on purpose: there they build the tokens,
+                # inlined for speed, and must stay the original's).
                 for _ in range(10):
                     random_document_index = randint(0, num_documents - 1)
                     if random_document_index != document_index:

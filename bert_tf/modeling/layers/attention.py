@@ -10,6 +10,7 @@ from bert_tf.modeling.layers.dense import BertDense
 from bert_tf.modeling.layers.dropout import Dropout
 from bert_tf.modeling.layers.initializers import create_initializer
 from bert_tf.modeling.layers.initializers import layer_norm
+from bert_tf.modeling.layers.surgery import replace_tracked
 
 
 def _dense(units, initializer_range, name, activation=None):
@@ -143,6 +144,7 @@ class BertSelfAttention(keras.layers.Layer):
     def compute_output_shape(self, input_shape, attention_adder_shape=None):
         return tuple(input_shape[:-1]) + (self.all_head_size,)
 
+    # Written out per layer on purpose (see modeling/layers/__init__.py): its own arguments.
     def get_config(self):
         config = super().get_config()
         config.update({
@@ -160,16 +162,15 @@ def _replace_dense(parent, attr, input_size, units):
     """`parent.<attr>` (a BertDense) replaced by a new, built one of [input_size, units].
 
     The new variables keep the old ones' paths (their TF1 names) and the
-    parent's tracking slot, so `weights` lists no stale variable.
+    parent's tracking slot, so `weights` lists no stale variable (see
+    `surgery.replace_tracked`).
     """
-    old = getattr(parent, attr)
-    new = BertDense(units, activation=old.activation, name=old.name,
-                    kernel_initializer=old.kernel_initializer, dtype=old.dtype_policy)
-    new._parent_path = old.kernel.path.rsplit("/", 2)[0]  # pylint: disable=protected-access
-    new.build((None, None, input_size))
-    object.__setattr__(parent, attr, new)
-    parent._tracker.replace_tracked_value("layers", old, new)  # pylint: disable=protected-access
-    return new
+    def make(old):
+        new = BertDense(units, activation=old.activation, name=old.name,
+                        kernel_initializer=old.kernel_initializer, dtype=old.dtype_policy)
+        new.build((None, None, input_size))
+        return new
+    return replace_tracked(parent, attr, make)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -201,6 +202,7 @@ class BertDenseResidualNorm(keras.layers.Layer):
         output = self.dropout(output, training=training)
         return self.layer_norm(output + residual)
 
+    # Written out per layer on purpose (see modeling/layers/__init__.py): its shape, arguments.
     def compute_output_shape(self, input_shape, residual_shape=None):
         return tuple(input_shape[:-1]) + (self.hidden_size,)
 
@@ -234,6 +236,7 @@ class BertAttention(keras.layers.Layer):
                  attention_probs_dropout_prob=0.1, initializer_range=0.02, pruned_heads=(),
                  **kwargs):
         super().__init__(**kwargs)
+        # This scope's arguments, for get_config (written out per layer: see layers/__init__.py).
         self.hidden_size = hidden_size
         self.num_attention_heads = num_attention_heads
         self.hidden_dropout_prob = hidden_dropout_prob

@@ -9,6 +9,9 @@ from bert_tf.modeling.layers.dropout import Dropout
 from bert_tf.modeling.layers.initializers import create_initializer
 from bert_tf.modeling.layers.initializers import float32_variables_dtype
 from bert_tf.modeling.layers.initializers import layer_norm
+# The word table's swap (set_word_embeddings); the pre-training head's bias
+# imports it from here too.
+from bert_tf.modeling.layers.surgery import replace_weight
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -51,6 +54,7 @@ class BertEmbeddings(keras.layers.Layer):
         if kwargs.get("dtype") is None:
             kwargs["dtype"] = float32_variables_dtype()  # float32 tables, see initializers
         super().__init__(**kwargs)
+        # This scope's arguments, for get_config (written out per layer: see layers/__init__.py).
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.type_vocab_size = type_vocab_size
@@ -174,22 +178,3 @@ def call_error(message):
     error = UserError(message)
     error._keras_call_info_injected = True  # pylint: disable=protected-access
     return error
-
-
-def replace_weight(layer, attr, value):
-    """`layer.<attr>`, a variable, replaced by a new one holding `value` (any shape).
-
-    The new variable has the old one's name, path (so its TF1 name), dtype,
-    trainability and place among `layer`'s weights. An optimizer built, or a
-    function traced, before still holds the old variable.
-    """
-    old = getattr(layer, attr)
-    value = ops.cast(value, old.dtype)
-    with keras.name_scope(layer.name, caller=layer):
-        new = keras.Variable(value, dtype=old.dtype, trainable=old.trainable, name=old.name)
-    if new.path != old.path:
-        raise AssertionError("replace_weight: %s became %s" % (old.path, new.path))
-    store = "trainable_variables" if old.trainable else "non_trainable_variables"
-    layer._tracker.replace_tracked_value(store, old, new)  # pylint: disable=protected-access
-    setattr(layer, attr, new)
-    return new

@@ -36,6 +36,7 @@ class BertIntermediate(keras.layers.Layer):
     def call(self, hidden_states):
         return self.dense(hidden_states)
 
+    # Written out per layer on purpose (see modeling/layers/__init__.py): its shape, arguments.
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.intermediate_size,)
 
@@ -73,6 +74,7 @@ class BertLayer(keras.layers.Layer):
                  hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                  initializer_range=0.02, pruned_heads=(), **kwargs):
         super().__init__(**kwargs)
+        # This scope's arguments, for get_config (written out per layer: see layers/__init__.py).
         self.hidden_size = hidden_size
         self.num_attention_heads = num_attention_heads
         self.intermediate_size = intermediate_size
@@ -161,6 +163,7 @@ class BertEncoder(keras.layers.Layer):
                  attention_probs_dropout_prob=0.1, initializer_range=0.02, pruned_heads=None,
                  **kwargs):
         super().__init__(**kwargs)
+        # This scope's arguments, for get_config (written out per layer: see layers/__init__.py).
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers
         self.num_attention_heads = num_attention_heads

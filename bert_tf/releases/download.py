@@ -1,24 +1,7 @@
-"""Google's released BERT models by name: downloaded once, verified, then read from a cache.
+"""Downloading a release into the cache: HTTP with resume, one process at a time, verified.
 
-`bert_tf.from_pretrained("uncased_L-12_H-768_A-12")` and the tools'
-`--init_checkpoint`, `--bert_config_file` and `--vocab_file` take the name of
-a release (every zip of Google's README: `RELEASES`) wherever no local path of
-that name exists. The first use downloads
-
-  $BERT_TF_RELEASES_URL/<date>/<name>.zip   (default https://storage.googleapis.com/bert_models)
-
-into the cache (`$BERT_TF_CACHE`, default `~/.cache/bert_tf`), as
-`<cache>/<name>/` holding `bert_config.json`, `vocab.txt` and
-`bert_model.ckpt.*`, the files of the zip, whether the zip has them under a
-`<name>/` directory (the 2018 and 2019 releases) or at its top (the 2020
-small models). A release named on the command line is
-`<cache>/<name>/bert_model.ckpt` (`--init_checkpoint`),
-`<cache>/<name>/bert_config.json` (`--bert_config_file`) or
-`<cache>/<name>/vocab.txt` (`--vocab_file`); the original's casing check
-(`validate_case_matches_checkpoint`) reads the release's name from that path
-as it does from a release directory of the user's.
-
-What a download does:
+`fetch_release(release)` is what `bert_tf.releases.download_release(name)`
+does once the name is a `Release`:
 
   * a progress line (`<name>.zip: 117.7/420.1 MB, 5.2 MB/s, elapsed 22s, ETA
     58s`) every 10 s, and a last one;
@@ -36,21 +19,19 @@ What a download does:
     `<cache>/<name>.lock` (`fcntl.flock`): one downloads, the others wait and
     then find the entry.
 
-`BERT_TF_OFFLINE=1` (or `offline=True`) never downloads: a release not in the
-cache is a one-line error naming it. Every failure (no network, an HTTP
-error, a download cut short, a damaged zip, a full disk, a name that is
-neither a path nor a release) is one line, a `UserError`.
+The cache is `$BERT_TF_CACHE` (default `~/.cache/bert_tf`); `BERT_TF_OFFLINE=1`
+(or `offline=True`) never downloads. Every failure is one line, a
+`UserError`. The catalogue of releases (`RELEASES`, `resolve`) is the
+package, `bert_tf.releases`; this module knows a release only by what it is
+given.
 
 This module imports no TensorFlow; verifying a download loads it.
 """
 
-import collections
-import difflib
 import glob
 import http.client
 import os
 import posixpath
-import re
 import shutil
 import urllib.error
 import urllib.request
@@ -68,21 +49,14 @@ try:
 except ImportError:  # not POSIX: concurrent downloads of one release are not serialized
     fcntl = None
 
-URL_ENV = "BERT_TF_RELEASES_URL"
 CACHE_ENV = "BERT_TF_CACHE"
 OFFLINE_ENV = "BERT_TF_OFFLINE"
-DEFAULT_URL = "https://storage.googleapis.com/bert_models"
 DEFAULT_CACHE = os.path.join("~", ".cache", "bert_tf")
 
+# A release's files.
 CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
 CHECKPOINT_NAME = "bert_model.ckpt"
-# The file of a release that each of the tools' model flags names.
-FILE_OF_FLAG = {
-    "init_checkpoint": CHECKPOINT_NAME,
-    "bert_config_file": CONFIG_NAME,
-    "vocab_file": VOCAB_NAME,
-}
 
 # Bytes read from the network (and from the zip) at a time.
 _CHUNK_BYTES = 1 << 20
@@ -91,70 +65,7 @@ _TIMEOUT_S = 60
 _MB = 1e6
 
 
-class Release(collections.namedtuple("Release", ["name", "date", "do_lower_case", "config"])):
-    """One of Google's released models.
-
-    Attributes:
-      name: the zip's and directory's name, `uncased_L-12_H-768_A-12`.
-      date: the directory of the URL, `2018_10_18`.
-      do_lower_case: the tokenizer's casing it was trained with (uncased and
-        Chinese: True; cased: False).
-      config: {key: value} of the 11 keys of its `bert_config.json`.
-    """
-
-    __slots__ = ()
-
-    def url(self, base_url=None):
-        """`<base>/<date>/<name>.zip`; base: `base_url`, `$BERT_TF_RELEASES_URL` or Google's."""
-        base = base_url or os.environ.get(URL_ENV) or DEFAULT_URL
-        return "%s/%s/%s.zip" % (base.rstrip("/"), self.date, self.name)
-
-
-def _release(name, date, vocab_size):
-    """The release `name`: its architecture from the name (L layers, H hidden, A heads)."""
-    layers, hidden, heads = (int(n) for n in
-                             re.search(r"L-(\d+)_H-(\d+)_A-(\d+)$", name).groups())
-    config = collections.OrderedDict([
-        ("vocab_size", vocab_size),
-        ("hidden_size", hidden),
-        ("num_hidden_layers", layers),
-        ("num_attention_heads", heads),
-        ("intermediate_size", 4 * hidden),
-        ("hidden_act", "gelu"),
-        ("hidden_dropout_prob", 0.1),
-        ("attention_probs_dropout_prob", 0.1),
-        ("max_position_embeddings", 512),
-        ("type_vocab_size", 2),
-        ("initializer_range", 0.02),
-    ])
-    # As the original's casing check: the cased models keep case, the rest
-    # (uncased, the multilingual uncased, Chinese) lower-case.
-    do_lower_case = "cased" not in name.split("_")
-    return Release(name, date, do_lower_case, config)
-
-
-_ENGLISH_VOCAB, _CASED_VOCAB = 30522, 28996
-# Google's README (the 2020 small models: 2..12 layers x 128..768 hidden, A = H/64;
-# their 12/768 is the 2018 BERT-Base's name, which stays the 2018 release).
-RELEASES = collections.OrderedDict((r.name, r) for r in [
-    _release("uncased_L-12_H-768_A-12", "2018_10_18", _ENGLISH_VOCAB),
-    _release("uncased_L-24_H-1024_A-16", "2018_10_18", _ENGLISH_VOCAB),
-    _release("cased_L-12_H-768_A-12", "2018_10_18", _CASED_VOCAB),
-    _release("cased_L-24_H-1024_A-16", "2018_10_18", _CASED_VOCAB),
-    _release("multilingual_L-12_H-768_A-12", "2018_11_03", 105879),
-    _release("chinese_L-12_H-768_A-12", "2018_11_03", 21128),
-    _release("multi_cased_L-12_H-768_A-12", "2018_11_23", 119547),
-    _release("wwm_uncased_L-24_H-1024_A-16", "2019_05_30", _ENGLISH_VOCAB),
-    _release("wwm_cased_L-24_H-1024_A-16", "2019_05_30", _CASED_VOCAB),
-] + [
-    _release("uncased_L-%d_H-%d_A-%d" % (layers, hidden, hidden // 64), "2020_02_20",
-             _ENGLISH_VOCAB)
-    for layers in (2, 4, 6, 8, 10, 12) for hidden in (128, 256, 512, 768)
-    if (layers, hidden) != (12, 768)
-])
-
-
-# ----------------------------------------------------------------- names and places
+# ----------------------------------------------------------------- the cache
 
 
 def get_cache_dir(cache_dir=None):
@@ -169,85 +80,6 @@ def is_offline(offline=None):
     return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def close_names(name, count=3):
-    """The release names closest to `name` (difflib), at most `count`."""
-    return difflib.get_close_matches(name, list(RELEASES), n=count, cutoff=0.6)
-
-
-def get_release(name):
-    """The `Release` called `name`; a one-line `UserError` with the closest names otherwise."""
-    if name in RELEASES:
-        return RELEASES[name]
-    close = close_names(name)
-    raise UserError("%s: not a released BERT model%s" % (
-        name, " (did you mean %s?)" % ", ".join(close) if close else
-        " (the releases: bert_tf.releases.RELEASES)"))
-
-
-def _subject(value, flag):
-    return "--%s=%s" % (flag, value) if flag else value
-
-
-def _local(value):
-    """Whether `value` names something here: a path, a checkpoint prefix, a remote path."""
-    return (fileio.is_remote(value) or os.path.exists(value)
-            or os.path.exists(value + ".index"))
-
-
-def resolve(name_or_path, cache_dir=None, offline=None, flag=None):
-    """A release's cache directory for its name; any other value unchanged.
-
-    Args:
-      name_or_path: a path (returned as it is when anything of that name is
-        here: a file, a directory, a checkpoint prefix, a `gs://` path) or a
-        release's name (downloaded and verified on first use).
-      cache_dir, offline: as `download_release`.
-      flag: the flag named in errors (None: the value alone).
-
-    Returns:
-      str: `<cache>/<name>` for a release name with nothing of that name here,
-      else `name_or_path` (None stays None).
-
-    Raises:
-      UserError: what `download_release` raises; a bare name that is no path
-        and no release but close to one (naming the closest releases).
-    """
-    if name_or_path is None:
-        return None
-    value = os.fspath(name_or_path)
-    if not value or _local(value):
-        return value
-    if value in RELEASES:
-        return download_release(value, cache_dir=cache_dir, offline=offline)
-    close = close_names(value)
-    if close and "/" not in value and os.sep not in value:
-        raise UserError("%s: no such file or directory, and not a released model's name "
-                        "(did you mean %s?)" % (_subject(value, flag), ", ".join(close)))
-    return value
-
-
-def resolve_file(value, flag, cache_dir=None, offline=None):
-    """The local file a model flag names: a release's name gives its file in the cache.
-
-    Args:
-      value: the flag's value (a path, a release's name, or None).
-      flag: "init_checkpoint" (`<cache>/<name>/bert_model.ckpt`),
-        "bert_config_file" (`.../bert_config.json`) or "vocab_file"
-        (`.../vocab.txt`).
-      cache_dir, offline: as `download_release`.
-
-    Returns:
-      str, or `value` itself when it is a path or empty.
-    """
-    resolved = resolve(value, cache_dir=cache_dir, offline=offline, flag=flag)
-    if resolved is None or resolved == os.fspath(value):
-        return resolved
-    return os.path.join(resolved, FILE_OF_FLAG[flag])
-
-
-# ----------------------------------------------------------------- the download
-
-
 def release_files_present(directory):
     """Whether `directory` holds a release's files (config, vocab, checkpoint index and data)."""
     return (all(os.path.isfile(os.path.join(directory, name))
@@ -256,11 +88,15 @@ def release_files_present(directory):
                                             CHECKPOINT_NAME + ".data-*"))))
 
 
-def download_release(name, cache_dir=None, offline=None, progress=True):
-    """The cache directory of release `name`, downloaded and verified if it is not there yet.
+# ----------------------------------------------------------------- the download
+
+
+def fetch_release(release, cache_dir=None, offline=None, progress=True):
+    """The cache directory of `release`, downloaded and verified if it is not there yet.
 
     Args:
-      name: a release's name, a key of `RELEASES` (`uncased_L-12_H-768_A-12`).
+      release: a `Release` (`bert_tf.releases.RELEASES[name]`): its name,
+        its URL and the config its files must hold.
       cache_dir: the cache; default `$BERT_TF_CACHE`, else `~/.cache/bert_tf`.
       offline: True never downloads; default `$BERT_TF_OFFLINE`.
       progress: log the download's progress lines.
@@ -269,12 +105,12 @@ def download_release(name, cache_dir=None, offline=None, progress=True):
       str, `<cache>/<name>`: `bert_config.json`, `vocab.txt`, `bert_model.ckpt.*`.
 
     Raises:
-      UserError: one line: an unknown name, offline without the entry, no
-        network, an HTTP error (status and URL), a download cut short (the
-        next call resumes it), a damaged archive or one that is not the
-        release (nothing is cached), a full disk.
+      UserError: one line: offline without the entry, no network, an HTTP
+        error (status and URL), a download cut short (the next call resumes
+        it), a damaged archive or one that is not the release (nothing is
+        cached), a full disk.
     """
-    release = get_release(name)
+    name = release.name
     root = get_cache_dir(cache_dir)
     final = os.path.join(root, name)
     if release_files_present(final):
@@ -525,9 +361,9 @@ def verify_release_dir(directory, release):
     Raises:
       _BadArchive: naming the file and what is wrong.
     """
-    from bert_tf import tokenization
     from bert_tf.modeling import checkpoint as checkpoint_lib
     from bert_tf.modeling.config import BertConfig
+    from bert_tf.tokenization.vocab import check_vocab
 
     if not release_files_present(directory):
         missing = [name for name in (CONFIG_NAME, VOCAB_NAME, CHECKPOINT_NAME + ".index",
@@ -547,7 +383,7 @@ def verify_release_dir(directory, release):
             if got != want:
                 raise _BadArchive("its %s has %s=%r, the release has %r"
                                   % (CONFIG_NAME, key, got, want))
-        tokenization.check_vocab(os.path.join(directory, VOCAB_NAME), config, CONFIG_NAME)
+        check_vocab(os.path.join(directory, VOCAB_NAME), config, CONFIG_NAME)
         checkpoint_lib.check_checkpoint_files(prefix, flag=None)
         checkpoint_lib.check_checkpoint_fits(config, prefix, flag=None, head="pretraining",
                                              strict=True)

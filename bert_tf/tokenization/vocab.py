@@ -1,0 +1,141 @@
+"""The vocab file: reading it as the original does, checking it against a config, looking up.
+
+From the original `tokenization.py` (PyPI `bert-tensorflow==1.0.4`):
+`load_vocab` (token -> id, with the original's line handling: "\\r" bytes
+dropped, each line stripped, a repeated line skipped), `convert_by_vocab`,
+`convert_tokens_to_ids`, `convert_ids_to_tokens`; and `check_vocab`, the one
+check of a vocab against a model's `vocab_size` and BERT's special tokens
+that the tools, `from_pretrained` and every export make.
+
+Pure Python: no TensorFlow import unless the vocab path is a remote URL
+(`gs://...`), which is read with `tf.io.gfile`. `bert_tf.tokenization` and
+`bert_tf.tokenization.full_tokenizer` export these names too.
+"""
+
+import collections
+import os
+
+from bert_tf.errors import UserError
+
+
+def _read_vocab_text(vocab_file):
+    """Returns the vocab file's text, with line handling as `tf.gfile.GFile`."""
+    path = os.fspath(vocab_file)
+    try:
+        if "://" in path:
+            import tensorflow as tf  # pylint: disable=g-import-not-at-top
+            try:
+                if not tf.io.gfile.exists(path):
+                    raise UserError("vocab_file %s does not exist" % path)
+                with tf.io.gfile.GFile(path, "rb") as reader:
+                    data = reader.read()
+            except tf.errors.OpError as e:
+                raise UserError("vocab_file %s cannot be read: %s"
+                                % (path, e.message.splitlines()[0]))
+        else:
+            with open(path, "rb") as reader:
+                data = reader.read()
+    except UserError:
+        raise
+    except (OSError, IOError) as e:
+        raise UserError("vocab_file %s cannot be read: %s"
+                        % (path, getattr(e, "strerror", None) or e))
+    # The original reads lines with TF's buffered `readline`, which splits on
+    # "\n" only and silently drops every "\r" byte (so "a\rb" is "ab").
+    data = data.replace(b"\r", b"")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        # Port note: the original raises the bare UnicodeDecodeError.
+        raise UserError("vocab_file %s is not valid utf-8 (line %d)"
+                        % (path, data.count(b"\n", 0, e.start) + 1))
+
+
+def load_vocab(vocab_file):
+    """Loads a vocabulary file (one token per line) into an OrderedDict.
+
+    Each line is `str.strip()`ped (a blank line is the token ""). Ids count the
+    distinct tokens in file order; a repeated line is skipped, so the first
+    occurrence keeps its id.
+
+    Port note: this is pip's (bert-tensorflow 1.0.4) rule. GitHub HEAD gives
+    every line its own id and lets a later duplicate overwrite the earlier
+    one's. The two agree on every vocab without duplicate lines (all released
+    ones).
+
+    Args:
+      vocab_file: path of the vocab file (a local path, or a URL such as
+        gs://... that `tf.io.gfile` can read).
+
+    Returns:
+      collections.OrderedDict mapping token (str) -> id (int).
+
+    Raises:
+      UserError: if the file is missing, unreadable or not utf-8.
+    """
+    lines = _read_vocab_text(vocab_file).split("\n")
+    if lines[-1] == "":
+        # Text after the last "\n" is a line only if it is not empty.
+        lines.pop()
+    vocab = collections.OrderedDict()
+    for line in lines:
+        token = line.strip()
+        if token not in vocab:
+            vocab[token] = len(vocab)
+    return vocab
+
+
+def check_vocab(vocab_file, config, bert_config_file="bert_config_file"):
+    """Reads the vocab; it must fit the config's `vocab_size` and hold the special tokens.
+
+    A vocab with more tokens than the model has embeddings would give ids the
+    model cannot embed (an error on CPU, silent garbage on GPU/TPU); one
+    without `[CLS]`, `[SEP]` or `[UNK]` cannot build BERT's inputs.
+
+    Args:
+      vocab_file: path of the vocab file (`--vocab_file`).
+      config: a `BertConfig` (anything with `.vocab_size`).
+      bert_config_file: how to name the config in the error (its path or flag).
+
+    Returns:
+      int, the number of tokens.
+
+    Raises:
+      UserError: one line naming both numbers, or the missing token.
+    """
+    vocab = load_vocab(vocab_file)
+    if len(vocab) > config.vocab_size:
+        raise UserError("--vocab_file=%s has %d tokens, more than vocab_size %d of %s "
+                        "(the vocab is not the checkpoint's)"
+                        % (vocab_file, len(vocab), config.vocab_size, bert_config_file))
+    for token in ("[UNK]", "[CLS]", "[SEP]"):
+        if token not in vocab:
+            raise UserError("--vocab_file=%s has no %s token" % (vocab_file, token))
+    return len(vocab)
+
+
+def convert_by_vocab(vocab, items):
+    """Converts a sequence of [tokens|ids] using the vocab.
+
+    Raises:
+      KeyError: naming the first item that is not in `vocab` (as the original,
+        which has no [UNK] fallback at this level).
+    """
+    try:
+        return [vocab[item] for item in items]
+    except KeyError:
+        for item in items:
+            if item not in vocab:
+                # Port note: the original's KeyError carries only the item.
+                raise KeyError("%r is not in the vocabulary" % (item,))
+        raise
+
+
+def convert_tokens_to_ids(vocab, tokens):
+    """Maps tokens (str) to ids (int) with `vocab`; KeyError on an unknown token."""
+    return convert_by_vocab(vocab, tokens)
+
+
+def convert_ids_to_tokens(inv_vocab, ids):
+    """Maps ids (int) to tokens (str) with `inv_vocab`; KeyError on an unknown id."""
+    return convert_by_vocab(inv_vocab, ids)
