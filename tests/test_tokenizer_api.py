@@ -8,7 +8,7 @@
   and punctuation, with a vocab written from that text, cased and uncased:
   the same ids for single texts and pairs, with and without truncation, and
   the same `decode`.
-* Each difference from Hugging Face (the README's list) pinned by a test
+* Each difference from Hugging Face (docs/python-api.md's list) pinned by a test
   named `test_difference_*`.
 """
 

@@ -319,7 +319,7 @@ def test_beam_options_are_checked_before_the_pipeline(bp):
         "DirectRunner", ["--direct_num_workers=3", "--direct_running_mode=multi_threading"])
     assert options.get_all_options()["direct_num_workers"] == 3
     assert type(runner).__name__ == "FnApiRunner"
-    # The cluster runners' options (as in README.md) parse; nothing is contacted.
+    # The cluster runners' options (as in docs/pretraining.md) parse; nothing is contacted.
     for name, args in (
             ("DataflowRunner", ["--project=p", "--region=us-central1",
                                 "--temp_location=gs://b/tmp", "--extra_package=dist/b.whl",
