@@ -100,3 +100,37 @@ def test_the_readme_links_resolve():
 def test_the_site_output_is_git_ignored():
     with open(os.path.join(REPO_ROOT, ".gitignore"), encoding="utf-8") as f:
         assert "/site/" in f.read().split()
+
+
+def _defined_names(path):
+    import ast
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    return {node.name for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+
+
+def test_every_test_a_page_names_exists():
+    """A claim's proof, `tests/<file>.py` or `tests/<file>.py::test_name` (and `::other` after
+    it), in README.md, WORKSPACE.md, CHANGELOG.md, BENCHMARKS.md or docs/, names a test file
+    and test that are there."""
+    pages = ["README.md", "WORKSPACE.md", "CHANGELOG.md", "BENCHMARKS.md"] + sorted(
+        os.path.relpath(p, REPO_ROOT)
+        for p in glob.glob(os.path.join(REPO_ROOT, "docs", "**", "*.md"), recursive=True))
+    reference = re.compile(r"`(tests/[\w/]+\.py)((?:::[\w\[\]\-.,]+)?)`((?:,\s*`::[\w\[\]]+`)*)")
+    missing, found = [], 0
+    for page in pages:
+        with open(os.path.join(REPO_ROOT, page), encoding="utf-8") as f:
+            text = f.read()
+        for match in reference.finditer(text):
+            found += 1
+            path = os.path.join(REPO_ROOT, match.group(1))
+            if not os.path.isfile(path):
+                missing.append((page, match.group(1)))
+                continue
+            names = [match.group(2)] + re.findall(r"`(::[\w\[\]]+)`", match.group(3) or "")
+            defined = _defined_names(path)
+            missing += [(page, match.group(1) + name) for name in names
+                        if name and name[2:].split("[")[0] not in defined]
+    assert found > 50, found
+    assert missing == []
