@@ -261,23 +261,30 @@ def _workspace_floors():
     return floors
 
 
-def _workspace_tree():
-    """The paths WORKSPACE.md's repository map names.
+def _workspace_entries():
+    """[(path, description)] of WORKSPACE.md's repository map, in order.
 
     An entry is a name at an even indentation (two spaces a level) of under
     24 columns, then two spaces or the end of the line: a folder (`name/`) or
     a file with an extension; deeper lines continue a description.
     """
     block = next(b for b in _workspace_blocks() if b.lstrip().startswith("bert_tf/"))
-    paths, stack = [], []
+    entries, stack = [], []
     for line in block.splitlines():
         match = re.match(r"^( *)([\w.-]+/|[\w-]+\.(?:py|sh|md|toml|txt|ini|json))(?:  |$)", line)
         if not match or len(match.group(1)) >= 24 or len(match.group(1)) % 2:
+            if entries:
+                entries[-1][1].append(line.strip())
             continue
         depth = len(match.group(1)) // 2
         stack = stack[:depth] + [match.group(2)]
-        paths.append("".join(stack))
-    return paths
+        entries.append(("".join(stack), [line[match.end():].strip()]))
+    return [(path, " ".join(d for d in description if d)) for path, description in entries]
+
+
+def _workspace_tree():
+    """The paths WORKSPACE.md's repository map names."""
+    return [path for path, _ in _workspace_entries()]
 
 
 def test_the_map_names_every_module_and_nothing_else():
@@ -289,6 +296,48 @@ def test_the_map_names_every_module_and_nothing_else():
     absent = [path for path in named if not os.path.exists(os.path.join(REPO_ROOT, path))]
     assert not unlisted, "modules missing from WORKSPACE.md's map: %s" % unlisted
     assert not absent, "WORKSPACE.md's map names files that do not exist: %s" % absent
+
+
+def test_the_modules_marked_no_tf_load_no_tensorflow():
+    """A module the map marks "(no TF)", "(no TF at import)" or "(imports no TensorFlow)"
+    imports neither TensorFlow nor Keras (each in a fresh process)."""
+    import subprocess
+    marked = [path for path, description in _workspace_entries()
+              if re.search(r"\(no TF\b|\(no TF at import|\(imports no TensorFlow\)",
+                           description) and path.startswith("bert_tf/")]
+    assert len(marked) >= 10, marked
+    modules = [(p[:-len("/__init__.py")] if p.endswith("/__init__.py") else
+                p[:-len(".py")] if p.endswith(".py") else p.rstrip("/")).replace("/", ".")
+               for p in marked]
+    heavy = {}
+    for name in modules:
+        proc = subprocess.run(
+            [sys.executable, "-c", "import sys, %s; print(' '.join(m for m in ('tensorflow', "
+             "'keras') if m in sys.modules))" % name],
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=True)
+        if proc.stdout.strip():
+            heavy[name] = proc.stdout.strip()
+    assert heavy == {}
+
+
+def test_every_tool_runs_in_a_test():
+    """Each tool of bert_tf/tools/ is run by some test: by its clone script's path
+    (`tools/<name>.py`), its module, its `TOOL` or its command (`bert-<name>`)."""
+    tests = []
+    for directory, _, names in os.walk(os.path.join(REPO_ROOT, "tests")):
+        for name in names:
+            if name.endswith(".py"):
+                with open(os.path.join(directory, name), encoding="utf-8") as f:
+                    tests.append(f.read())
+    text = "\n".join(tests)
+    unrun = []
+    for path in tool_modules():
+        name = os.path.basename(path)[:-len(".py")]
+        ways = ('"%s.py"' % name, "tools/%s.py" % name, "bert_tf.tools.%s" % name,
+                "bert-" + name.replace("_", "-"), "%s.TOOL" % name)
+        if not any(way in text for way in ways):
+            unrun.append(path)
+    assert unrun == []
 
 
 def test_workspace_floors_are_the_layers():
