@@ -20,13 +20,20 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
-# The whole suite, differential tests against the original code included.
-test: setup
-	$(PY) -m pytest -q
+# Test processes side by side (pytest-xdist; a file's tests stay in one process).
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile
 
-# Without the tests that run the original code.
+# The whole suite, differential tests against the original code included (CI runs it);
+# the 15 slowest tests are listed at the end.
+test: setup
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) --durations=15
+
+# The edit loop: without the tests that run the original code or are marked slow
+# (processes killed, clusters, installs, exhaustive sweeps).
 test-fast: setup
-	$(PY) -m pytest -q -m "not original"
+	BERT_TF_TEST_ORACLE=skip $(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not original and not slow" \
+	  --durations=10
 
 # The main job end to end on bundled defaults; see README.md.
 demo: setup

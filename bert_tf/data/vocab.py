@@ -87,9 +87,9 @@ def learn_vocab(word_counts, vocab_size, num_unused_tokens=0, lower_thresh=10,
         corpus can give fewer tokens, and if the learner overshoots, the
         rarest multi-character pieces are dropped (see `_fit`).
       num_unused_tokens: int, `[unusedN]` tokens after the five reserved ones.
-      lower_thresh, upper_thresh, num_iterations, max_token_length,
-        max_unique_chars, slack_ratio, max_input_tokens: passed to
-        `wordpiece_tokenizer_learner_lib.learn` (see there).
+      lower_thresh: passed to `wordpiece_tokenizer_learner_lib.learn` (see
+        there), as are upper_thresh, num_iterations, max_token_length,
+        max_unique_chars, slack_ratio and max_input_tokens.
 
     Returns:
       A list of str tokens, the reserved tokens first.

@@ -135,7 +135,7 @@ def masked_lm_example_loss(masked_lm_logits, masked_lm_ids):
 
     Returns:
       (per_example_loss float32 [batch_size * max_predictions_per_seq],
-       log_probs float32 [batch_size * max_predictions_per_seq, vocab_size]),
+      log_probs float32 [batch_size * max_predictions_per_seq, vocab_size]),
       flattened as the original's.
     """
     vocab_size = masked_lm_logits.shape[-1]
@@ -185,7 +185,7 @@ def get_masked_lm_output(masked_lm_logits, masked_lm_ids, masked_lm_weights):
 
     Returns:
       (loss float32 scalar, per_example_loss [batch_size * max_predictions_per_seq],
-       log_probs [batch_size * max_predictions_per_seq, vocab_size]), with
+      log_probs [batch_size * max_predictions_per_seq, vocab_size]), with
       loss = sum(w * per_example_loss) / (sum(w) + 1e-5).
     """
     per_example_loss, log_probs = masked_lm_example_loss(masked_lm_logits, masked_lm_ids)
@@ -205,7 +205,7 @@ def get_next_sentence_output(next_sentence_logits, next_sentence_labels):
 
     Returns:
       (loss float32 scalar = mean(per_example_loss), per_example_loss [batch_size],
-       log_probs [batch_size, 2]).
+      log_probs [batch_size, 2]).
     """
     per_example_loss, log_probs = next_sentence_example_loss(next_sentence_logits,
                                                              next_sentence_labels)

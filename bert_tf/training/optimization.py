@@ -485,8 +485,8 @@ class LAMB(_BertOptimizer):
     checkpoint layout is the same as with AdamWeightDecay.
 
     Args:
-      learning_rate, beta_1, beta_2, epsilon, weight_decay_rate,
-      exclude_from_weight_decay, name, **kwargs: as `AdamWeightDecay`.
+      learning_rate: as `AdamWeightDecay`'s, as are beta_1, beta_2, epsilon,
+        weight_decay_rate, exclude_from_weight_decay, name and **kwargs.
       exclude_from_layer_adaptation: list of regex patterns (searched in the
         TF1 name) of variables updated without the trust ratio; None means the
         same list as `exclude_from_weight_decay`.

@@ -346,15 +346,17 @@ class Trainer(object):
           `examples_per_sec`, and the task's training metrics.
 
         Raises:
-          UserError: bad arguments; `NonFiniteLossError` on a NaN/Inf loss
-          (nothing is saved; the last checkpoint stays the last good one).
-          `bert_tf.training.preemption.Preempted` (a `SystemExit`, status 75)
-          after SIGTERM or a first Ctrl-C while training: the step under way
-          finishes (under MultiWorkerMirroredStrategy, every worker stops after
-          the same step, the first to start after any worker's notice),
-          `model.ckpt-<that step>` is written and one line is logged; a second
-          Ctrl-C raises KeyboardInterrupt at once, without a checkpoint. The
-          handlers are installed (main thread only) for the duration of `train`.
+          UserError: bad arguments.
+          NonFiniteLossError: a NaN/Inf loss (nothing is saved; the last
+            checkpoint stays the last good one).
+          bert_tf.training.preemption.Preempted: (a `SystemExit`, status 75)
+            after SIGTERM or a first Ctrl-C while training: the step under way
+            finishes (under MultiWorkerMirroredStrategy, every worker stops
+            after the same step, the first to start after any worker's
+            notice), `model.ckpt-<that step>` is written and one line is
+            logged. The handlers are installed (main thread only) for the
+            duration of `train`.
+          KeyboardInterrupt: a second Ctrl-C, at once, without a checkpoint.
         """
         num_replicas = self.strategy.num_replicas_in_sync
         _check_positive(num_train_steps=num_train_steps, train_batch_size=train_batch_size,

@@ -1,4 +1,10 @@
-"""Tests for tools/run_classifier.py, run as a user runs it (subprocesses).
+"""Tests for tools/run_classifier.py: its flags, runs, files and errors.
+
+The runs call the tool in this process (`toolrun.run_tool`: the flags parsed
+and the library called as the command line does); the command line itself
+runs as a user runs it where a process is the point: the exit status and
+stderr of a mistake, 2 replicas on a CPU split before TensorFlow starts, and
+kill -9.
 
 Data: an MRPC-layout task of real English (`demo_corpus.write_sentence_pair_task`,
 64/22/21 examples, so no count divides a batch size), a WordPiece vocab
@@ -148,10 +154,9 @@ def _assert_listed_checkpoints_complete(output_dir):
 def trained(files):
     """One --do_train --do_eval --do_predict run, shared by the tests below."""
     output_dir = files["tmp"] / "mrpc_output"
-    rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(files, output_dir))
-    assert rc == 0, err[-4000:]
+    _, log = toolrun.run_tool("run_classifier", _flags(files, output_dir))
     text, probabilities = _read_test_results(output_dir / "test_results.tsv")
-    return {"dir": output_dir, "log": err, "test_results": text, "probabilities": probabilities}
+    return {"dir": output_dir, "log": log, "test_results": text, "probabilities": probabilities}
 
 
 def test_original_mrpc_command_line_trains_evaluates_and_predicts(trained):
@@ -185,12 +190,11 @@ def test_original_mrpc_command_line_trains_evaluates_and_predicts(trained):
 def test_predict_only_restores_the_latest_checkpoint(files, trained):
     output_dir = trained["dir"]
     os.remove(output_dir / "test_results.tsv")
-    rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(
+    _, log = toolrun.run_tool("run_classifier", _flags(
         files, output_dir, do_train="false", do_eval="false"))
-    assert rc == 0, err[-4000:]
     # The fine-tuned model, not --init_checkpoint (the Estimator's rule).
     assert "Resuming from %s (global_step %d)" % (
-        output_dir / ("model.ckpt-%d" % NUM_TRAIN_STEPS), NUM_TRAIN_STEPS) in err
+        output_dir / ("model.ckpt-%d" % NUM_TRAIN_STEPS), NUM_TRAIN_STEPS) in log
     with open(output_dir / "test_results.tsv") as f:
         assert f.read() == trained["test_results"]
 
@@ -202,9 +206,8 @@ def test_predict_in_bf16_gives_the_float32_results_within_bf16_rounding(files, t
     output_dir = tmp_path / "bf16"
     shutil.copytree(trained["dir"], output_dir)
     os.remove(output_dir / "test_results.tsv")
-    rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(
+    toolrun.run_tool("run_classifier", _flags(
         files, output_dir, do_train="false", do_eval="false", mixed_precision="bf16"))
-    assert rc == 0, err[-4000:]
     _, probabilities = _read_test_results(output_dir / "test_results.tsv")
     fp32 = trained["probabilities"]
     assert probabilities.shape == fp32.shape
@@ -282,8 +285,7 @@ def test_kill_9_during_training_then_the_same_command_resumes(files):
     assert not (output_dir / "eval_results.txt").exists()
     _assert_listed_checkpoints_complete(output_dir)
 
-    rc, _, err = toolrun.run(command)
-    assert rc == 0, err[-4000:]
+    _, err = toolrun.run_tool("run_classifier", command[2:])
     resumed_from = [line for line in err.splitlines() if "Resuming from" in line]
     assert len(resumed_from) == 1, err[-3000:]
     step = int(resumed_from[0].split("(global_step ")[1].split(")")[0])
@@ -364,14 +366,14 @@ def _bad_input_cases(files):
 def test_bad_input_gives_one_line_errors(files):
     """Each case raises a one-line UserError before anything is written.
 
-    `cli.run` turns a UserError into `error: <message>` and exit status 2
-    (the CLI test below runs it for real); the cases share one child process.
+    The tool's `main` turns a UserError into `error: <message>` and exit
+    status 2 (the CLI test below runs it for real).
     """
     cases = _bad_input_cases(files)
     argvs = [(name, _flags(files, overrides.get("output_dir_", files["tmp"] / ("bad_%d" % index)),
                            **{k: v for k, v in overrides.items() if k != "output_dir_"}))
              for index, (name, overrides, _) in enumerate(cases)]
-    results = toolrun.user_errors(TOOL, argvs, files["tmp"])
+    results = toolrun.user_errors_here("run_classifier", argvs)
     for index, (name, _, expected) in enumerate(cases):
         message = results[name]
         assert message is not None, "%s: no error" % name

@@ -1,12 +1,83 @@
-"""Running a tool as a user does: `python tools/<tool>.py --flags`, in a child process."""
+"""Running a tool: in this process (`run_tool`), or as a user does, in a child process.
 
+`run_tool("run_classifier", argv)` calls the tool's `TOOL.run` here, with its
+log lines captured: what most tests need (the files a run writes, its
+results, its log), without a new process that imports TensorFlow again.
+`run([sys.executable, "tools/run_classifier.py", ...])` runs the command line
+for real: what the exit status, stderr, signals, kill -9 and clusters need
+(each tool keeps at least one such test).
+"""
+
+import contextlib
 import importlib
 import json
+import logging
 import os
 import subprocess
 import sys
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class _Lines(logging.Handler):
+    """Keeps the formatted log records (absl's INFO progress, warnings, ...) as lines."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+    @property
+    def text(self):
+        return "\n".join(self.lines) + "\n"
+
+
+@contextlib.contextmanager
+def captured_logs():
+    """Within: every Python log record (absl's included, at INFO) kept in `.text`."""
+    from absl import logging as absl_logging
+    handler = _Lines()
+    root = logging.getLogger()
+    verbosity = absl_logging.get_verbosity()
+    absl_logging.set_verbosity(absl_logging.INFO)
+    root.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        absl_logging.set_verbosity(verbosity)
+
+
+def run_tool(name, argv):
+    """Runs `bert_tf.tools.<name>` in this process: (its run's result, its log as text).
+
+    A mistake in the flags or inputs raises the `UserError` that the command
+    line prints as `error: <message>`.
+    """
+    module = importlib.import_module("bert_tf.tools." + name)
+    with captured_logs() as logs:
+        result = module.TOOL.run([name] + [str(a) for a in argv])
+    return result, logs.text
+
+
+def user_errors_here(name, cases):
+    """{case name: the UserError's message, or None if the run returned}, in this process.
+
+    `cases`: list of (name, argv, ...). Each case must fail before training
+    (a bad flag or input), so nothing of the case lingers in this process.
+    """
+    from bert_tf.errors import UserError
+    module = importlib.import_module("bert_tf.tools." + name)
+    results = {}
+    for case in cases:
+        try:
+            module.TOOL.run([name] + [str(a) for a in case[1]])
+            results[case[0]] = None
+        except UserError as e:
+            results[case[0]] = str(e)
+    return results
 
 
 def tool_env():

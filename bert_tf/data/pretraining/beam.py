@@ -405,9 +405,9 @@ def create_pretraining_data_beam(input_files, output_files, vocab_file, do_lower
     every path must be one that the workers can read or write (`gs://...`).
 
     Args:
-      input_files, output_files, max_seq_length, max_predictions_per_seq,
-        random_seed, dupe_factor, masked_lm_prob, short_seq_prob,
-        do_whole_word_mask: as for `create.create_pretraining_data`.
+      input_files: as for `create.create_pretraining_data`, as are
+        output_files, max_seq_length, max_predictions_per_seq, random_seed,
+        dupe_factor, masked_lm_prob, short_seq_prob and do_whole_word_mask.
       vocab_file, do_lower_case: the `FullTokenizer` that every worker builds.
       documents_per_shard: int, D; 0 = `reading.default_documents_per_shard`
         of the input, found by the worker that plans.

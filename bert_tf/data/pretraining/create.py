@@ -109,8 +109,9 @@ def create_pretraining_data(input_files, output_files, tokenizer, vocab_file="vo
       tokenizer: a `bert_tf.tokenization.FullTokenizer` (or anything with
         `vocab`, `tokenize` and `convert_tokens_to_ids`).
       vocab_file: str, the vocabulary's file name, for error messages.
-      max_seq_length, max_predictions_per_seq, random_seed, dupe_factor,
-        masked_lm_prob, short_seq_prob, do_whole_word_mask: the original flags.
+      max_seq_length: the original flag, as are max_predictions_per_seq,
+        random_seed, dupe_factor, masked_lm_prob, short_seq_prob and
+        do_whole_word_mask.
       num_workers: int, worker processes. > 1 implies sharded mode.
       documents_per_shard: int; 0 = exact mode (the original's output); D > 0
         = sharded mode with shards of D documents (see the module docstring).

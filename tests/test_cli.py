@@ -1,0 +1,125 @@
+"""bert_tf.tools.cli: a tool's flags, the call derived from them, and the command line's answers.
+
+* The call: each flag is the keyword argument of its name; an option group
+  (`ScaleOut`, `DevEval`) is built from the flags of its fields; a flag the
+  original accepts and that does nothing here warns when given and reaches
+  no argument.
+* Mistakes in the flags (unknown, missing, unparsable, a stray argument) are
+  a `UserError` (one line) from `Tool.run`, and from the command line one
+  `error: ...` line and exit status 2 (absl printed `FATAL Flags parsing
+  error` and usage, and exited 1).
+* Two tools in one process, one after the other: each parses into its own
+  flags (absl's global FLAGS would refuse the second definition of a name).
+"""
+
+import dataclasses
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bert_tf.errors import UserError
+from bert_tf.options import option
+from bert_tf.tools import cli
+from bert_tf.tools import flag_groups
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Group(object):
+    size: int = option(3, "A size.", lower_bound=1)
+    mode: str = option("a", "A mode.", enum_values=["a", "b"])
+
+
+def _function(name, count=2, group=_Group()):
+    return {"name": name, "count": count, "group": group}
+
+
+FLAGS = (flag_groups.string("name", None, "A name."),
+         flag_groups.integer("count", 2, "A count."),
+         flag_groups.string("old", None, "Accepted, ignored.", ignored="--old is ignored here"),
+         ) + flag_groups.options(_Group)
+TOOL = cli.Tool(__name__, lambda: _function, FLAGS, required=("name",))
+
+
+def test_the_call_is_derived_from_the_flags(caplog):
+    result = TOOL.run(["tool", "--name=x", "--count=5", "--size=7", "--mode=b"])
+    assert result == {"name": "x", "count": 5, "group": _Group(size=7, mode="b")}
+    assert TOOL.run(["tool", "--name=y"])["group"] == _Group()
+    caplog.clear()
+    assert TOOL.run(["tool", "--name=x", "--old=1"])["name"] == "x"
+    assert "--old is ignored here" in caplog.text
+    assert TOOL.check() == []
+
+
+def test_check_finds_what_does_not_match():
+    def function(name, count=3, other=None, required_without_flag=None):  # noqa: ARG001
+        return None
+
+    def required(name, needs_a_flag):  # noqa: ARG001
+        return None
+    assert cli.Tool(__name__, lambda: function, FLAGS).check() == [
+        "--count defaults to 2, argument count to 3", "--size reaches no argument",
+        "--mode reaches no argument"]
+    assert cli.Tool(__name__, lambda: required, FLAGS).check() == [
+        "argument needs_a_flag has no flag", "--count reaches no argument",
+        "--size reaches no argument", "--mode reaches no argument"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--count=2"], "--name is required"),
+    (["--name="], "--name is required"),
+    (["--name=x", "--nmae=y"], "Unknown command line flag 'nmae'"),
+    (["--name=x", "--count=two"], "flag --count=two: invalid literal for int()"),
+    (["--name=x", "--size=0"], "flag --size=0: 0 is not a positive integer"),
+    (["--name=x", "--mode=c"], "flag --mode=c: value should be one of <a|b>"),
+    (["--name=x", "stray"], "Too many command-line arguments: stray"),
+])
+def test_flag_mistakes_are_one_line_user_errors(argv, message):
+    with pytest.raises(UserError) as error:
+        TOOL.run(["tool"] + argv)
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+def test_a_tool_defines_a_flag_once():
+    with pytest.raises(ValueError, match="defines --name twice"):
+        cli.Tool(__name__, lambda: _function, FLAGS + (flag_groups.string("name", "", ""),))
+    with pytest.raises(ValueError, match="requires flags it does not define"):
+        cli.Tool(__name__, lambda: _function, FLAGS, required=("nope",))
+
+
+def test_two_tools_run_in_one_process_with_flags_of_one_name():
+    from bert_tf.tools import build_vocab
+    from bert_tf.tools import run_classifier
+    # Both define --vocab_file and --do_lower_case; each parses its own.
+    for tool in (run_classifier, build_vocab, run_classifier):
+        values, _, _ = tool.TOOL.parse(["t", "--vocab_file=v.txt", "--bert_config_file=c",
+                                        "--task_name=t", "--data_dir=d", "--output_dir=o"]
+                                       if tool is run_classifier else
+                                       ["t", "--vocab_file=v.txt", "--input_file=x"])
+        assert values["vocab_file"] == "v.txt"
+
+
+def test_help_lists_the_tools_flags_and_absl_logging_ones_with_helpfull():
+    from bert_tf.tools import run_squad
+    text = run_squad.TOOL.help_text()
+    assert text.startswith(run_squad.__doc__.strip().splitlines()[0])
+    assert "\n  --eval_every_steps:" in text and "\n  --max_seq_length:" in text
+    assert "(default: '384')" in text and "--verbosity" not in text
+    assert "--verbosity" in run_squad.TOOL.help_text(full=True)
+
+
+def test_the_command_line_prints_one_error_line_and_exits_2():
+    """A flag mistake, for real: `error: ...`, exit 2, no traceback, no absl FATAL lines."""
+    proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "tools", "run_classifier.py"),
+                           "--task_name=MRPC", "--data_dir=d", "--vocab_file=v",
+                           "--bert_config_file=c", "--output_dir=o", "--max_seq_length=abc"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == ("error: flag --max_seq_length=abc: invalid literal for int() with "
+                           "base 10: 'abc'\n")
+    proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "tools", "build_vocab.py"),
+                           "--help"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "--vocab_size" in proc.stdout and proc.stderr == ""
