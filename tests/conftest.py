@@ -14,7 +14,27 @@ import pytest  # noqa: E402
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "original: compares against Google's original BERT code (bert-tensorflow), run in its own process")
-    config.addinivalue_line("markers", "slow: slower end-to-end test")
+    config.addinivalue_line(
+        "markers", "slow: a process killed or started on purpose, a cluster, an install, an "
+        "exhaustive sweep (make test runs it; make test-fast does not)")
+
+
+# The files that take longest (a minute or more on 2 cores), first: `make test` hands
+# whole files to its 2 test processes as they free up, so a long file left for the end
+# would keep one process busy while the other has nothing to do.
+LONGEST_FIRST = ("tests/test_graph_tokenizer.py", "tests/test_exact_resume.py",
+                 "tests/test_keras_models.py", "tests/test_preemption.py",
+                 "tests/test_distribute.py", "tests/test_training.py",
+                 "tests/test_lost_worker.py", "tests/test_original_model.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+
+    def file_rank(item):
+        path = os.path.relpath(str(item.fspath), str(config.rootpath)).replace(os.sep, "/")
+        return rank.get(path, len(rank))
+    items.sort(key=file_rank)  # stable: each file's own order is kept
 
 import json  # noqa: E402
 

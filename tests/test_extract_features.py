@@ -1,4 +1,9 @@
-"""tools/extract_features.py: the original's JSON lines, from the original's checkpoint."""
+"""tools/extract_features.py: the original's JSON lines, from the original's checkpoint.
+
+The tool's runs call it in this process (`toolrun.run_tool`: the flags parsed
+and the library called as the command line does); the command line itself
+runs as a user runs it for the exit status and stderr of a mistake.
+"""
 
 import collections
 import json
@@ -15,6 +20,7 @@ from tests.conftest import TINY_CONFIG, make_inputs, write_config
 from tests.original import run_oracle
 from tests.tolerances import JSON_ATOL
 from tests.tolerances import BF16_HIDDEN_ATOL
+from tests.tools import toolrun
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -66,9 +72,15 @@ def setup(tmp_path_factory):
 
 
 def _run_tool(*args):
+    """The command line, in a child process."""
     env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.run([sys.executable, os.path.join(REPO, "tools", "extract_features.py")]
                           + list(args), capture_output=True, text=True, env=env, timeout=300)
+
+
+def _run_here(*args):
+    """The tool in this process: its log text."""
+    return toolrun.run_tool("extract_features", args)[1]
 
 
 def _flags(s, output, **overrides):
@@ -83,8 +95,7 @@ def _flags(s, output, **overrides):
 def test_output_equals_the_original(setup):
     s = setup
     ours_file = str(s["dir"] / "ours.jsonl")
-    proc = _run_tool(*_flags(s, ours_file))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    _run_here(*_flags(s, ours_file))
     theirs_file = str(s["dir"] / "theirs.jsonl")
     run_oracle("extract_features_oracle", s["config"], s["vocab"], s["ckpt"], s["input"],
                theirs_file, "-1,0,-2", 24, "true")
@@ -143,18 +154,18 @@ def test_feature_json_rounds_like_the_original():
     ({"init_checkpoint": "/nonexistent/bert_model.ckpt"}, "--init_checkpoint"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, overrides, needle):
+    """A one-line UserError (`main` prints it as `error: ...`, exit 2: the test below)."""
     output = str(tmp_path / "out.jsonl")
-    proc = _run_tool(*_flags(setup, output, **overrides))
-    assert proc.returncode != 0
-    error_lines = [l for l in proc.stderr.splitlines() if l.startswith("error: ")]
-    assert len(error_lines) == 1 and needle in error_lines[0], proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr
+    message = toolrun.user_errors_here(
+        "extract_features", [("case", _flags(setup, output, **overrides))])["case"]
+    assert message is not None and "\n" not in message and needle in message, message
     assert not os.listdir(tmp_path)
 
 
 def test_checkpoint_of_another_architecture_is_refused(setup, tmp_path):
     # The original would silently leave the missing layer at its random
-    # initial values; we stop, naming the variable.
+    # initial values; we stop, naming the variable. The command line, as a
+    # user runs it: one `error: ...` line, exit status 2, no traceback.
     config = write_config(tmp_path / "deeper.json",
                           dict(TINY_CONFIG, num_hidden_layers=3,
                                vocab_size=len(_corpus_vocab())))
@@ -163,6 +174,8 @@ def test_checkpoint_of_another_architecture_is_refused(setup, tmp_path):
     assert proc.returncode == 2
     assert "error: --init_checkpoint=" in proc.stderr
     assert "bert/encoder/layer_2/" in proc.stderr and "missing" in proc.stderr
+    assert len([l for l in proc.stderr.splitlines() if l.startswith("error: ")]) == 1
+    assert "Traceback" not in proc.stderr
     assert not os.path.exists(output)
 
 
@@ -175,8 +188,7 @@ def test_layer_indexes_are_checked():
 
 
 def test_vocab_config_and_output_mistakes_are_one_line_errors(setup, tmp_path):
-    """Refused before the model is built; the cases share one child process."""
-    from tests.tools import toolrun
+    """Refused before the model is built (the cases run in this process)."""
     big_vocab, num_tokens = toolrun.vocab_with_extra_tokens(setup["vocab"],
                                                             tmp_path / "vocab_plus_3.txt")
     no_sep = toolrun.vocab_without(setup["vocab"], tmp_path / "vocab_no_sep.txt", "[SEP]")
@@ -195,8 +207,7 @@ def test_vocab_config_and_output_mistakes_are_one_line_errors(setup, tmp_path):
         ("output_file is a directory", _flags(setup, str(a_directory)),
          "--output_file=%s is a directory, not a file" % a_directory),
     ]
-    tool = os.path.join(REPO, "tools", "extract_features.py")
-    results = toolrun.user_errors(tool, cases, tmp_path)
+    results = toolrun.user_errors_here("extract_features", cases)
     for name, _, expected in cases:
         assert results[name] == expected, (name, results[name])
     assert not os.path.exists(os.path.dirname(output))
@@ -272,8 +283,7 @@ def test_mixed_precision_bf16_is_close_to_float32_but_computed_in_bf16(setup, tm
 
     # The tool's flag: the same bf16 numbers, written as the original's JSON.
     output = str(tmp_path / "bf16.jsonl")
-    proc = _run_tool(*_flags(s, output, layers="-1,0", batch_size="4", mixed_precision="bf16"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    _run_here(*_flags(s, output, layers="-1,0", batch_size="4", mixed_precision="bf16"))
     with open(output, encoding="utf-8") as f:
         lines = [json.loads(line) for line in f]
     assert [line["linex_index"] for line in lines] == [f.unique_id for f in features]

@@ -1,7 +1,10 @@
 """Recomputation (`gradient_checkpointing`): each encoder layer run again in the backward
-pass, with the same dropout masks, so the gradients are the plain model's."""
+pass, with the same dropout masks, so the gradients are the plain model's.
 
-import sys
+tools/run_pretraining.py's `--gradient_checkpointing` runs in this process
+(`toolrun.run_tool`: the flags parsed and the library called as the command
+line does).
+"""
 
 import keras
 import numpy as np
@@ -157,15 +160,12 @@ def test_run_pretraining_with_the_flag_trains(tmp_path):
     config_file = write_config(tiny_config(dropout=0.1), str(tmp_path / "bert_config.json"))
     input_file = write_records(str(tmp_path / "data.tfrecord"), random_batches(2, seed=5))
     output_dir = tmp_path / "output"
-    rc, out, err = toolrun.run(
-        [sys.executable, "tools/run_pretraining.py", "--input_file=%s" % input_file,
-         "--output_dir=%s" % output_dir, "--bert_config_file=%s" % config_file,
-         "--do_train=True", "--train_batch_size=8", "--max_seq_length=16",
-         "--max_predictions_per_seq=4", "--num_train_steps=2", "--num_warmup_steps=1",
-         "--learning_rate=1e-3", "--distribution_strategy=mirrored", "--num_gpus=0",
-         "--gradient_checkpointing"])
-    assert rc == 0, err[-4000:]
-    log = out + err
+    _, log = toolrun.run_tool("run_pretraining", [
+        "--input_file=%s" % input_file, "--output_dir=%s" % output_dir,
+        "--bert_config_file=%s" % config_file, "--do_train=True", "--train_batch_size=8",
+        "--max_seq_length=16", "--max_predictions_per_seq=4", "--num_train_steps=2",
+        "--num_warmup_steps=1", "--learning_rate=1e-3", "--distribution_strategy=mirrored",
+        "--num_gpus=0", "--gradient_checkpointing"])
     assert "Each encoder layer is recomputed in the backward pass (--gradient_checkpointing)" in log
     assert "step 2/2: loss = " in log
     assert tf.train.latest_checkpoint(str(output_dir)) == str(output_dir / "model.ckpt-2")

@@ -1,4 +1,9 @@
-"""tools/show_attention.py: every layer's and head's attention as one self-contained HTML page."""
+"""tools/show_attention.py: every layer's and head's attention as one self-contained HTML page.
+
+The tool's run calls it in this process (`toolrun.run_tool`: the flags parsed
+and the library called as the command line does); the command line itself
+runs as a user runs it for the exit status and stderr of a mistake.
+"""
 
 import html
 import json
@@ -224,11 +229,6 @@ def test_a_text_longer_than_max_seq_length_is_cut_with_a_note(setup, tmp_path):
     assert parse_page(page)[1]["tokens"] == tokens
 
 
-def _run_tool(*args):
-    from tests.tools import toolrun
-    return toolrun.run([sys.executable, TOOL] + list(args))
-
-
 def _flags(s, output, **overrides):
     flags = {"bert_config_file": s["config"], "vocab_file": s["vocab"],
              "init_checkpoint": s["ckpt"], "text_a": "The bank by the river was flooded",
@@ -239,16 +239,16 @@ def _flags(s, output, **overrides):
 
 @pytest.fixture(scope="module")
 def tool_page(setup, tmp_path_factory):
-    """The tool run as a user runs it: (returncode, stderr, path of the page)."""
+    """The tool run in this process: (its log text, path of the page)."""
+    from tests.tools import toolrun
     output = str(tmp_path_factory.mktemp("tool") / "attention.html")
-    rc, _, err = _run_tool(*_flags(setup, output))
-    return rc, err, output
+    _, log = toolrun.run_tool("show_attention", _flags(setup, output))
+    return log, output
 
 
 def test_tool_writes_the_page(tool_page):
-    rc, err, output = tool_page
-    assert rc == 0, err[-3000:]
-    assert "Traceback" not in err
+    log, output = tool_page
+    assert "Traceback" not in log
     assert os.listdir(os.path.dirname(output)) == ["attention.html"]
     with open(output, encoding="utf-8") as f:
         panels, data = parse_page(f.read())
@@ -281,10 +281,11 @@ def test_bad_input_is_one_line(setup, tmp_path):
          "--max_seq_length=65: Cannot use sequence length 65 because the BERT model was "
          "only trained up to sequence length 64 (max_position_embeddings in %s)" % s["config"]),
     ]
-    started = toolrun.start_user_errors(TOOL, cases, tmp_path)
-    # A checkpoint that does not fit the config, as the user sees it: one line, exit 2.
-    rc, _, err = _run_tool(*_flags(s, output, bert_config_file=deeper))
-    results = toolrun.read_user_errors(started)
+    # A checkpoint that does not fit the config, as the user sees it: one line,
+    # exit 2 (a child process, while the cases run here).
+    cli = toolrun.start([sys.executable, TOOL] + _flags(s, output, bert_config_file=deeper))
+    results = toolrun.user_errors_here("show_attention", cases)
+    rc, _, err = toolrun.finish(cli)
     for name, _, expected in cases:
         assert results[name] == expected, (name, results[name])
     assert rc == 2, err[-3000:]
@@ -305,8 +306,7 @@ def _browser():
 @pytest.mark.skipif(_browser() is None, reason="no headless browser (chromium) on PATH")
 def test_a_browser_renders_the_page(tool_page, tmp_path):
     """Headless Chromium parses every heat map, keeps the data block, and paints the cells."""
-    rc, err, output = tool_page
-    assert rc == 0, err[-3000:]
+    _, output = tool_page
     command = [_browser(), "--headless", "--no-sandbox", "--disable-gpu",
                "--user-data-dir=%s" % (tmp_path / "profile")]
     url = "file://" + os.path.abspath(output)

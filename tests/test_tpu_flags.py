@@ -5,7 +5,10 @@
   to. The strategy is a stand-in with a known number of replicas.
 * extract_features accepts `--use_tpu`, `--master`, `--num_tpu_cores` and
   `--use_one_hot_embeddings`, says so, and runs on the local device: its
-  output equals the output without them.
+  output equals the output without them (both runs call the tool in this
+  process: `toolrun.run_tool`).
+* `--help` of each training tool, as a user runs it (a child process that
+  loads no TensorFlow), lists the shared flags.
 """
 
 import json
@@ -87,16 +90,13 @@ def _read_jsonl(path):
 
 def test_extract_features_accepts_the_tpu_flags_and_runs_locally(tmp_path):
     common = _extract_features_setup(tmp_path)
-    tool = os.path.join("tools", "extract_features.py")
     plain = str(tmp_path / "plain.jsonl")
-    rc, _, err = toolrun.run([sys.executable, tool, "--output_file=" + plain] + common)
-    assert rc == 0, err[-3000:]
+    toolrun.run_tool("extract_features", ["--output_file=" + plain] + common)
     with_tpu_flags = str(tmp_path / "tpu_flags.jsonl")
-    rc, _, err = toolrun.run([sys.executable, tool, "--output_file=" + with_tpu_flags,
-                              "--use_tpu=True", "--master=grpc://10.0.0.2:8470",
-                              "--num_tpu_cores=2", "--use_one_hot_embeddings=True"] + common)
-    assert rc == 0, err[-3000:]
-    assert "--use_tpu" in err  # the warning: the run stays on the local device
+    _, log = toolrun.run_tool("extract_features", [
+        "--output_file=" + with_tpu_flags, "--use_tpu=True", "--master=grpc://10.0.0.2:8470",
+        "--num_tpu_cores=2", "--use_one_hot_embeddings=True"] + common)
+    assert "--use_tpu" in log  # the warning: the run stays on the local device
 
     ours, reference = _read_jsonl(with_tpu_flags), _read_jsonl(plain)
     assert len(ours) == len(reference) == 4

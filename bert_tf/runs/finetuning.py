@@ -154,11 +154,33 @@ def best_checkpoint(trainer, dev_eval, evaluate):
                           evaluate, is_chief=trainer.is_chief)
 
 
-def use_best_checkpoint(trainer, keeper):
-    """After training with `DevEval`: evaluation and prediction use the best checkpoint."""
+def use_best_checkpoint(trainer, dev_eval, keeper=None):
+    """With `DevEval`: evaluation and prediction use the best checkpoint.
+
+    `keeper`: this run's `BestCheckpoint` (None: an earlier run's, read from
+    output_dir).
+    """
+    if keeper is None and dev_eval.enabled:
+        keeper = best_checkpoint(trainer, dev_eval, None)
     best = keeper.best_checkpoint() if keeper is not None else None
     if best is not None:
         trainer.use_checkpoint(best, flag="output_dir")
+
+
+def train_on_records(trainer, train_file, spec, limits, train_batch_size, num_train_steps,
+                     learning_rate, num_warmup_steps, save_checkpoints_steps,
+                     iterations_per_loop, scale_out, init_checkpoint=None, keeper=None):
+    """`trainer.train` on a fine-tuning TFRecord file, with the run's schedule and options.
+
+    `spec`, `limits`: the records' features and the values they must hold;
+    `keeper`: a `BestCheckpoint`, or None.
+    """
+    return trainer.train(
+        train_dataset_fn(train_file, spec, train_batch_size, limits, seed=scale_out.seed),
+        train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
+        init_checkpoint=init_checkpoint, save_checkpoints_steps=save_checkpoints_steps,
+        iterations_per_loop=iterations_per_loop, best_checkpoint=keeper,
+        **scale_out.train_options())
 
 
 def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, output_dir, tool,
@@ -240,16 +262,11 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
                 is_regression=is_regression)
             log_run("Running training", num_examples=len(train_examples),
                     batch_size=train_batch_size, num_steps=num_train_steps)
-            trainer.train(train_dataset_fn(train_file, spec, train_batch_size, limits,
-                                           seed=scale_out.seed),
-                          train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
-                          init_checkpoint=init_checkpoint,
-                          save_checkpoints_steps=save_checkpoints_steps,
-                          iterations_per_loop=iterations_per_loop, best_checkpoint=keeper,
-                          **scale_out.train_options())
-        elif dev_eval.enabled:
-            keeper = best_checkpoint(trainer, dev_eval, None)  # an earlier run's best
-        use_best_checkpoint(trainer, keeper)
+            train_on_records(trainer, train_file, spec, limits, train_batch_size,
+                             num_train_steps, learning_rate, num_warmup_steps,
+                             save_checkpoints_steps, iterations_per_loop, scale_out,
+                             init_checkpoint=init_checkpoint, keeper=keeper)
+        use_best_checkpoint(trainer, dev_eval, keeper)
 
         if do_eval and "eval" in examples:
             if eval_data is None:

@@ -201,16 +201,11 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
                                num_split_examples=writer.num_features, batch_size=train_batch_size,
                                num_steps=num_train_steps)
             spec = squad_data.name_to_features(max_seq_length, is_training=True)
-            trainer.train(finetuning.train_dataset_fn(train_file, spec, train_batch_size, limits,
-                                                      seed=scale_out.seed),
-                          train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
-                          init_checkpoint=init_checkpoint,
-                          save_checkpoints_steps=save_checkpoints_steps,
-                          iterations_per_loop=iterations_per_loop, best_checkpoint=keeper,
-                          **scale_out.train_options())
-        elif dev_eval.enabled:
-            keeper = finetuning.best_checkpoint(trainer, dev_eval, None)  # an earlier run's best
-        finetuning.use_best_checkpoint(trainer, keeper)
+            finetuning.train_on_records(
+                trainer, train_file, spec, limits, train_batch_size, num_train_steps,
+                learning_rate, num_warmup_steps, save_checkpoints_steps, iterations_per_loop,
+                scale_out, init_checkpoint=init_checkpoint, keeper=keeper)
+        finetuning.use_best_checkpoint(trainer, dev_eval, keeper)
 
         if do_predict:
             predict_input()

@@ -1,4 +1,9 @@
-"""bert_tf.data.vocab and tools/build_vocab.py: a WordPiece vocab from a corpus."""
+"""bert_tf.data.vocab and tools/build_vocab.py: a WordPiece vocab from a corpus.
+
+The tool's run calls it in this process (`toolrun.run_tool`: the flags parsed
+and the library called as the command line does); the command line itself
+runs as a user runs it for the exit status and stderr of a mistake.
+"""
 
 import os
 import subprocess
@@ -11,6 +16,7 @@ from bert_tf.data import pretraining as pd
 from bert_tf.data import vocab
 from bert_tf.errors import UserError
 from tests.data import pretraining_testlib as lib
+from tests.tools import toolrun
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -86,23 +92,28 @@ def test_count_words_uses_the_original_basic_tokenizer(corpus):
     assert counts["hello"] == 1 and counts["\u535a"] == 1 and counts["cafe"] == 1
 
 
-def _tool(*args):
+def _start_tool(*args):
+    """The command line, in a child process."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, os.path.join(REPO, "tools", "build_vocab.py")]
-                          + list(args), cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.Popen([sys.executable, os.path.join(REPO, "tools", "build_vocab.py")]
+                            + list(args), cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def test_tool_writes_vocab_and_rejects_bad_input(corpus, tmp_path):
     out = str(tmp_path / "vocab.txt")
-    proc = _tool("--input_file=" + corpus["a"], "--vocab_file=" + out, "--vocab_size=400",
-                 "--lower_thresh=2", "--num_unused_tokens=2")
-    assert proc.returncode == 0, proc.stderr
+    # The mistake as a user sees it (a child process, while the run goes on here).
+    bad = _start_tool("--input_file=" + str(tmp_path / "missing*.txt"),
+                      "--vocab_file=" + str(tmp_path / "not_written.txt"))
+    toolrun.run_tool("build_vocab", ["--input_file=" + corpus["a"], "--vocab_file=" + out,
+                                     "--vocab_size=400", "--lower_thresh=2",
+                                     "--num_unused_tokens=2"])
     with open(out, encoding="utf-8") as f:
         tokens = f.read().split("\n")[:-1]
     assert tokens == vocab.learn_vocab(vocab.count_words([corpus["a"]]), 400,
                                        num_unused_tokens=2, lower_thresh=2)
-    bad = _tool("--input_file=" + str(tmp_path / "missing*.txt"), "--vocab_file=" + out)
-    assert bad.returncode == 2
-    assert bad.stderr.strip().splitlines()[-1].startswith("error: --input_file:")
-    assert "Traceback" not in bad.stderr
+    rc, _, err = toolrun.finish(bad)
+    assert rc == 2
+    assert err.strip().splitlines()[-1].startswith("error: --input_file:")
+    assert "Traceback" not in err
+    assert not (tmp_path / "not_written.txt").exists()

@@ -1,4 +1,10 @@
-"""tools/create_pretraining_data.py: the original's command line, and bad input."""
+"""tools/create_pretraining_data.py: the original's command line, and bad input.
+
+The runs call the tool in this process (`toolrun.run_tool`: the flags parsed
+and the library called as the command line does); the command line itself
+runs as a user runs it where a process is the point: worker processes
+(--num_workers=2 forks them), and the exit status and stderr of a mistake.
+"""
 
 import os
 import subprocess
@@ -7,6 +13,7 @@ import sys
 import pytest
 
 from tests.data import pretraining_testlib as lib
+from tests.tools import toolrun
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(REPO, "tools", "create_pretraining_data.py")
@@ -37,18 +44,16 @@ def corpus(tmp_path_factory):
 def test_tool_is_a_drop_in_for_the_original(corpus, tmp_path):
     """Same command line (original flag names and bool syntax) -> same records."""
     outs = {}
-    procs = {}
     for who in ("ours", "original"):
         outs[who] = [str(tmp_path / ("%s_%d.tfrecord" % (who, i))) for i in range(2)]
     flags = ["--input_file=%s,%s" % (corpus["a"], corpus["b_glob"]),
              "--vocab_file=" + corpus["vocab"], "--do_lower_case=true", "--max_seq_length=48",
              "--max_predictions_per_seq=7", "--masked_lm_prob=0.15", "--random_seed=99",
              "--dupe_factor=2", "--short_seq_prob=0.3"]
-    procs["ours"] = _start(flags + ["--output_file=" + ",".join(outs["ours"])])
+    _, err = toolrun.run_tool("create_pretraining_data",
+                              flags + ["--output_file=" + ",".join(outs["ours"])])
     lib.run_original(str(tmp_path),
                      [("pip", flags + ["--output_file=" + ",".join(outs["original"])])])
-    rc, _, err = _finish(procs["ours"])
-    assert rc == 0, err
     total = 0
     for ours, theirs in zip(outs["ours"], outs["original"]):
         records = lib.read_records(ours)
@@ -61,16 +66,22 @@ def test_tool_is_a_drop_in_for_the_original(corpus, tmp_path):
 
 
 def test_sharded_mode_from_the_command_line(corpus, tmp_path):
+    def flags(n):
+        return ["--input_file=" + corpus["all"], "--vocab_file=" + corpus["vocab"],
+                "--output_file=%s/w%d.tfrecord" % (tmp_path, n), "--max_seq_length=32",
+                "--max_predictions_per_seq=5", "--dupe_factor=1", "--documents_per_shard=50",
+                "--num_workers=%d" % n]
+
+    # 2 workers fork from the tool's process: a child process of its own, while
+    # 1 worker (no fork) runs here.
+    two = _start(flags(2))
+    logs = {}
+    _, logs[1] = toolrun.run_tool("create_pretraining_data", flags(1))
+    rc, _, logs[2] = _finish(two)
+    assert rc == 0, logs[2]
     results = {}
-    procs = {n: _start(["--input_file=" + corpus["all"], "--vocab_file=" + corpus["vocab"],
-                        "--output_file=%s/w%d.tfrecord" % (tmp_path, n), "--max_seq_length=32",
-                        "--max_predictions_per_seq=5", "--dupe_factor=1",
-                        "--documents_per_shard=50", "--num_workers=%d" % n])
-             for n in (1, 2)}
-    for n, proc in procs.items():
-        rc, _, err = _finish(proc)
-        assert rc == 0, err
-        assert "Sharded mode: 50 documents per shard, %d worker process(es)" % n in err
+    for n in (1, 2):
+        assert "Sharded mode: 50 documents per shard, %d worker process(es)" % n in logs[n]
         results[n] = lib.read_records("%s/w%d.tfrecord" % (tmp_path, n))
     assert results[1] and results[1] == results[2]
 
@@ -104,7 +115,7 @@ def test_bad_input_one_line_error_no_output(corpus, tmp_path):
                          % (tmp_path / "under_a_file" / "a_file" / "b.tfrecord",
                             tmp_path / "under_a_file" / "a_file")),
     }
-    procs = {}
+    argvs = []
     for name, (args, _) in cases.items():
         out_dir = tmp_path / name
         out_dir.mkdir()
@@ -112,13 +123,21 @@ def test_bad_input_one_line_error_no_output(corpus, tmp_path):
         if name == "under_a_file":
             second = out_dir / "a_file"
             second.write_text("not a directory\n")
-        procs[name] = _start(
-            args + ["--output_file=%s/a.tfrecord,%s/b.tfrecord" % (out_dir, second)])
+        argvs.append(
+            (name, args + ["--output_file=%s/a.tfrecord,%s/b.tfrecord" % (out_dir, second)]))
+    # The command line too (a child process, while the cases run here): a
+    # missing flag, exit status 2.
+    cli = _start(dict(argvs)["missing_flag"])
+    # Each case raises a one-line UserError (`main` prints it as `error: ...`).
+    results = toolrun.user_errors_here("create_pretraining_data", argvs)
+    rc, out, err = _finish(cli)
     for name, (_, message) in cases.items():
-        rc, out, err = _finish(procs[name])
-        lines = [l for l in err.splitlines() if l.startswith("error:")]
-        assert rc == 2, (name, err)
-        assert len(lines) == 1 and lines[0].startswith(message), (name, err)
-        assert "Traceback" not in err, name
+        error = results[name]
+        assert error is not None, "%s: no error" % name
+        assert "\n" not in error and ("error: " + error).startswith(message), (name, error)
         expected_entries = ["a_file"] if name == "under_a_file" else []
         assert os.listdir(str(tmp_path / name)) == expected_entries, name
+    lines = [l for l in err.splitlines() if l.startswith("error:")]
+    assert rc == 2, err
+    assert len(lines) == 1 and lines[0].startswith(cases["missing_flag"][1]), err
+    assert "Traceback" not in err

@@ -1,4 +1,8 @@
-"""Tests for tools/export_saved_model.py, run as a user runs it (subprocesses).
+"""Tests for tools/export_saved_model.py: its exports, files and errors.
+
+The exports call the tool in this process (`toolrun.run_tool`: the flags
+parsed and the library called as the command line does); the command line
+itself runs as a user runs it for the exit status and stderr of a mistake.
 
 Data: tests/test_export.py's `write_task` (an MRPC-layout task, its vocab, a
 tiny BERT as a pre-training checkpoint and fine-tuned with a classifier head).
@@ -11,8 +15,8 @@ tiny BERT as a pre-training checkpoint and fine-tuned with a classifier head).
 * The same `--version` again: one `error: ...` line, exit status 2, no
   traceback, the existing version untouched.
 * Bad input: one-line `UserError`s naming the culprit, raised before
-  anything is written (the cases run in one child process,
-  `tests/tools/toolrun.py`); on the command line, exit 2 and no traceback.
+  anything is written (the cases run in this process); on the command line,
+  exit 2 and no traceback.
 """
 
 import os
@@ -69,14 +73,11 @@ def exported(files):
     """The default version and --version=7 of one model base path, exported side by side."""
     export_dir = os.path.join(files["tmp"], "models", "mrpc")
     start = int(time.time())
-    procs = [toolrun.start([sys.executable, TOOL] + _flags(files, export_dir)),
-             toolrun.start([sys.executable, TOOL] + _flags(
-                 files, export_dir, init_checkpoint=files["finetuned_prefix"], version=7))]
-    finished = [toolrun.finish(proc) for proc in procs]
+    logs = [toolrun.run_tool("export_saved_model", _flags(files, export_dir))[1],
+            toolrun.run_tool("export_saved_model", _flags(
+                files, export_dir, init_checkpoint=files["finetuned_prefix"], version=7))[1]]
     end = int(time.time())
-    for rc, _, err in finished:
-        assert rc == 0, err[-4000:]
-    return {"dir": export_dir, "start": start, "end": end, "logs": [f[2] for f in finished]}
+    return {"dir": export_dir, "start": start, "end": end, "logs": logs}
 
 
 def test_version_layout(files, exported):
@@ -162,11 +163,12 @@ def test_bad_input_gives_one_line_errors_and_writes_nothing(files):
                            **{k: v for k, v in overrides.items() if k != "export_dir_"}))
              for export_dir, (name, overrides, _) in zip(export_dirs, cases)]
     cli_dir = os.path.join(files["tmp"], "bad_cli")
-    # The command line too: the pre-training checkpoint as a classifier.
-    started = toolrun.start_user_errors(TOOL, argvs, files["tmp"])
-    cli_rc, _, cli_err = toolrun.run([sys.executable, TOOL] + _flags(
+    # The command line too (a child process, while the cases run here): the
+    # pre-training checkpoint as a classifier.
+    cli = toolrun.start([sys.executable, TOOL] + _flags(
         files, cli_dir, init_checkpoint=files["init"]))
-    results = toolrun.read_user_errors(started)
+    results = toolrun.user_errors_here("export_saved_model", argvs)
+    cli_rc, _, cli_err = toolrun.finish(cli)
     for export_dir, (name, _, expected) in zip(export_dirs, cases):
         message = results[name]
         assert message is not None, "%s: no error" % name
@@ -192,10 +194,9 @@ def test_mixed_precision_bf16_tfhub_encoder(files):
     from bert_tf.modeling.bert_model import BertModel
 
     export_dir = os.path.join(files["tmp"], "models", "hub_bf16")
-    rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(
+    toolrun.run_tool("export_saved_model", _flags(
         files, export_dir, task_name="encoder", init_checkpoint=files["init"],
         format="tfhub", version=3, mixed_precision="bf16"))
-    assert rc == 0, err[-4000:]
     encoder = tf.saved_model.load(os.path.join(export_dir, "3", "encoder"))
     assert {v.dtype for v in encoder.variables} == {tf.bfloat16, tf.float32}
     rng = np.random.RandomState(0)

@@ -1,12 +1,17 @@
-"""Tests for tools/run_pretraining.py, run as a user runs it (subprocesses).
+"""Tests for tools/run_pretraining.py: its flags, runs, files and errors.
+
+The runs call the tool in this process (`toolrun.run_tool`: the flags parsed
+and the library called as the command line does); the command line itself
+runs as a user runs it where a process is the point: kill -9, and the exit
+status and stderr of a mistake.
 
 * The original's command line (its flags only) trains from an init_checkpoint,
   writes model.ckpt-N and eval_results.txt in the original's format.
 * `kill -9` in the middle of a run, then the same command: it resumes from
   the latest checkpoint (global_step continues), every listed checkpoint is
   complete, and it finishes the run.
-* Bad input: one-line `error: ...` messages, exit status 2, no traceback;
-  the cases run in one child process (`tests/tools/toolrun.py`).
+* Bad input: one-line `error: ...` messages (`UserError`s, the cases run in
+  this process); on the command line, exit status 2 and no traceback.
 """
 
 import os
@@ -59,12 +64,9 @@ def _flags(files, output_dir, **overrides):
 
 def test_original_command_line_trains_and_writes_eval_results(files):
     output_dir = files["tmp"] / "output"
-    proc = subprocess.run(
-        [sys.executable, TOOL] + _flags(files, str(output_dir), init_checkpoint=files["init"],
-                                        save_checkpoints_steps=4, use_tpu="False"),
-        cwd=REPO_ROOT, env=toolrun.tool_env(), capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    log = proc.stderr
+    _, log = toolrun.run_tool("run_pretraining", _flags(
+        files, str(output_dir), init_checkpoint=files["init"], save_checkpoints_steps=4,
+        use_tpu="False"))
     assert "*** Input Files ***" in log
     assert "name = bert/embeddings/word_embeddings, shape = (99, 32), *INIT_FROM_CKPT*" in log
     assert "***** Running training *****" in log
@@ -117,14 +119,13 @@ def test_kill_9_then_the_same_command_resumes(files):
         step = int(path.rsplit("-", 1)[1])
         assert int(checkpoint.read_checkpoint(path)["global_step"]) == step
 
-    proc = subprocess.run(command, cwd=REPO_ROOT, env=toolrun.tool_env(), capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    resumed_from = [line for line in proc.stderr.splitlines() if "Resuming from" in line]
-    assert len(resumed_from) == 1, proc.stderr[-3000:]
+    # The same command again, in this process.
+    _, log = toolrun.run_tool("run_pretraining", command[2:])
+    resumed_from = [line for line in log.splitlines() if "Resuming from" in line]
+    assert len(resumed_from) == 1, log[-3000:]
     step = int(resumed_from[0].split("(global_step ")[1].split(")")[0])
     assert step >= killed_at  # the latest checkpoint (a later one may have landed)
-    assert "Num steps = 100 (starting at global_step %d)" % step in proc.stderr
+    assert "Num steps = 100 (starting at global_step %d)" % step in log
     final = checkpoint.read_checkpoint(str(output_dir / "model.ckpt-100"))
     assert int(final["global_step"]) == 100
     assert len(_listed_checkpoints(output_dir)) == 5  # keep_checkpoint_max
@@ -136,7 +137,7 @@ def test_kill_9_then_the_same_command_resumes(files):
 # ----------------------------------------------------------------- bad input
 
 def _bad_input_cases(files):
-    """(name, flags, expected message part) for the child process."""
+    """(name, flags, expected message part)."""
     tmp = files["tmp"]
     write_records(str(tmp / "seq16.tfrecord"), random_batches(1, seed=22))
     big_vocab = random_batches(1, seed=23)
@@ -187,8 +188,9 @@ def _bad_input_cases(files):
 
 
 def test_bad_input_gives_one_line_errors(files):
+    """Each case raises a one-line UserError (`main` prints it as `error: ...`, exit 2)."""
     cases = _bad_input_cases(files)
-    results = toolrun.user_errors(TOOL, cases, files["tmp"])
+    results = toolrun.user_errors_here("run_pretraining", cases)
     for name, _, expected in cases:
         message = results[name]
         assert message is not None, "%s: no error" % name

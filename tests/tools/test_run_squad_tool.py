@@ -1,4 +1,9 @@
-"""Tests for tools/run_squad.py and tools/evaluate_squad.py, run as a user runs them.
+"""Tests for tools/run_squad.py and tools/evaluate_squad.py: runs, files, scores and errors.
+
+The runs call the tools in this process (`toolrun.run_tool`: the flags parsed
+and the library called as the command line does, stdout captured); the
+command line itself runs as a user runs it for the exit status and stderr of
+a mistake.
 
 Data: SQuAD 1.1 and 2.0 files of real English (`demo_corpus.write_squad_task`:
 pydoc paragraphs, a word of a sentence asked for), a WordPiece vocab learned
@@ -6,18 +11,21 @@ from them, and a tiny BERT (2 layers, hidden 32). Contexts are longer than
 --max_seq_length, so each question has several features (doc spans).
 
 * The original's SQuAD command line with --do_train --do_predict (v1.1 and,
-  with --version_2_with_negative, v2.0; both runs at once): train.tf_record
-  and eval.tf_record (one record per feature), model.ckpt-N with the
-  original's N = int(training EXAMPLES / batch * epochs), predictions.json
+  with --version_2_with_negative, v2.0): train.tf_record and eval.tf_record
+  (one record per feature), model.ckpt-N with the original's
+  N = int(training EXAMPLES / batch * epochs), predictions.json
   and nbest_predictions.json with one entry per question id of the predict
-  file (v2.0: null_odds.json too), and the official EM/F1 JSON on stdout.
+  file (v2.0: null_odds.json too), and the official EM/F1 JSON on stdout
+  (one line: the log goes to the logger).
 * tools/evaluate_squad.py on the same files (v1.1 with its flags, v2.0 with
   evaluate-v2.0.py's command line) prints the same scores.
-* Bad input: one-line `error: ...` messages (the cases run in one child
-  process: `tests/tools/toolrun.py`), raised before anything is
-  written; on the command line, exit status 2 and no traceback.
+* Bad input: one-line `error: ...` messages (`UserError`s, the cases run in
+  this process), raised before anything is written; on the command line,
+  exit status 2 and no traceback.
 """
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -38,7 +46,6 @@ from tests.tools import toolrun
 
 REPO_ROOT = toolrun.REPO_ROOT
 TOOL = os.path.join(REPO_ROOT, "tools", "run_squad.py")
-EVALUATE_TOOL = os.path.join(REPO_ROOT, "tools", "evaluate_squad.py")
 
 TRAIN_BATCH_SIZE = 8
 NUM_TRAIN_EPOCHS = 1.0
@@ -84,6 +91,14 @@ def write_files(tmp):
     return paths
 
 
+def _run_here(name, argv):
+    """`toolrun.run_tool` with stdout captured: (result, log text, stdout text)."""
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        result, log = toolrun.run_tool(name, argv)
+    return result, log, stdout.getvalue()
+
+
 def _flags(files, output_dir, version="v1.1", **overrides):
     """The original README's SQuAD command line, with small sizes."""
     values = {
@@ -103,17 +118,12 @@ def _flags(files, output_dir, version="v1.1", **overrides):
 
 @pytest.fixture(scope="module")
 def runs(files):
-    """--do_train --do_predict on SQuAD 1.1 and on 2.0, both processes at once."""
-    procs = {}
+    """--do_train --do_predict on SQuAD 1.1 and on 2.0."""
+    results = {}
     for version in ("v1.1", "v2.0"):
         output_dir = files["tmp"] / ("squad_" + version)
-        procs[version] = (output_dir, toolrun.start([sys.executable, TOOL]
-                                             + _flags(files, output_dir, version)))
-    results = {}
-    for version, (output_dir, proc) in procs.items():
-        rc, out, err = toolrun.finish(proc)
-        assert rc == 0, "%s:\n%s" % (version, err[-4000:])
-        results[version] = {"dir": output_dir, "stdout": out, "log": err}
+        _, log, out = _run_here("run_squad", _flags(files, output_dir, version))
+        results[version] = {"dir": output_dir, "stdout": out, "log": log}
     return results
 
 
@@ -172,7 +182,7 @@ def test_squad_v1_trains_predicts_and_prints_the_official_scores(files, runs):
         assert text == nbest[qid][0]["text"]  # v1.1: the best non-null answer
     assert not (run["dir"] / "null_odds.json").exists()
     lines = run["stdout"].splitlines()
-    assert len(lines) == 1  # the log is on stderr
+    assert len(lines) == 1  # the log is not on stdout
     scores = json.loads(lines[0])
     assert list(scores) == ["exact_match", "f1"]  # evaluate-v1.1.py's line
     assert 0.0 <= scores["exact_match"] <= scores["f1"] <= 100.0
@@ -188,9 +198,8 @@ def test_squad_predict_in_bf16_gives_the_float32_logits_within_bf16_rounding(fil
     shutil.copytree(runs["v1.1"]["dir"], output_dir)
     for name in ("predictions.json", "nbest_predictions.json"):
         os.remove(output_dir / name)
-    rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(
-        files, output_dir, do_train="False", mixed_precision="bf16"))
-    assert rc == 0, err[-4000:]
+    toolrun.run_tool("run_squad", _flags(files, output_dir, do_train="False",
+                                         mixed_precision="bf16"))
     fp32 = _read_json(runs["v1.1"]["dir"] / "nbest_predictions.json")
     bf16 = _read_json(output_dir / "nbest_predictions.json")
     assert list(bf16) == list(fp32)
@@ -251,11 +260,11 @@ def test_evaluate_squad_tool_prints_the_same_scores(files, runs):
         "v2.0 official": [files["dev-v2.0"], str(v2 / "predictions.json"), "--na-prob-file",
                           str(v2 / "null_odds.json")],
     }
-    procs = {name: toolrun.start([sys.executable, EVALUATE_TOOL] + args)
-             for name, args in commands.items()}
-    for name, proc in procs.items():
-        rc, out, err = toolrun.finish(proc)
-        assert rc == 0, "%s:\n%s" % (name, err[-3000:])
+    from bert_tf.tools import evaluate_squad
+    for name, args in commands.items():
+        # The official spellings as the command line reads them (its `main` rewrites
+        # them first; tests/data/test_squad_data.py runs that command line itself).
+        _, _, out = _run_here("evaluate_squad", evaluate_squad.official_argv(args))
         version = name.split()[0]
         assert json.loads(out) == json.loads(runs[version]["stdout"]), name
 
@@ -264,7 +273,7 @@ def test_evaluate_squad_tool_prints_the_same_scores(files, runs):
 
 
 def _bad_input_cases(files):
-    """(name, flags, expected message) for the child process."""
+    """(name, flags, expected message)."""
     not_squad = str(files["tmp"] / "not_squad.json")
     with open(not_squad, "w") as f:
         json.dump({"version": "1.1", "data": [{"title": "t", "paragraphs": [
@@ -293,8 +302,9 @@ def _bad_input_cases(files):
 
 
 def test_bad_input_gives_one_line_errors(files):
+    """Each case raises a one-line UserError (`main` prints it as `error: ...`, exit 2)."""
     cases = _bad_input_cases(files)
-    results = toolrun.user_errors(TOOL, cases, files["tmp"])
+    results = toolrun.user_errors_here("run_squad", cases)
     for name, _, expected in cases:
         message = results[name]
         assert message is not None, "%s: no error" % name
