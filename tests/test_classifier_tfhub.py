@@ -5,11 +5,12 @@ a WordPiece vocab learned from it, and a tiny BERT (2 layers, hidden 32,
 config dropouts 0) written as a Google checkpoint and exported as a TF Hub
 encoder by `bert_tf.export.hub.export_tfhub`.
 
-* The tool as a user runs it (--do_train --do_eval --do_predict): the three
+* The tool's run (in this process; the command line's exit status for a bad
+  handle in a child) with --do_train --do_eval --do_predict: the three
   records, model.ckpt-N with the original's N, eval_results.txt,
   test_results.tsv; the checkpoint holds exactly run_classifier's names
   (the exported encoder's variables carry Google's), adam slots included.
-* tools/run_classifier.py with --init_checkpoint=<that model.ckpt-N> (and
+* run_classifier with --init_checkpoint=<that model.ckpt-N> (and
   the exported model's bert_config.json and vocab) evaluates and predicts
   the same numbers within float32 noise.
 * Its flags are run_classifier's but bert_config_file, init_checkpoint,
@@ -63,7 +64,6 @@ from tests.tools import toolrun
 
 REPO_ROOT = toolrun.REPO_ROOT
 TOOL = os.path.join(REPO_ROOT, "tools", "run_classifier_with_tfhub.py")
-RUN_CLASSIFIER = os.path.join(REPO_ROOT, "tools", "run_classifier.py")
 PEERS_PYTHON = os.path.join(REPO_ROOT, "bench", ".peers", "bin", "python")
 
 NUM_TRAIN, NUM_DEV, NUM_TEST = 40, 13, 11
@@ -161,9 +161,8 @@ def _num_records(path):
 def trained(files):
     """One --do_train --do_eval --do_predict run of the tool, shared by the tests below."""
     output_dir = files["tmp"] / "mrpc_output"
-    rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(files, output_dir))
-    assert rc == 0, err[-4000:]
-    return {"dir": output_dir, "log": err}
+    _, log = toolrun.run_tool("run_classifier_with_tfhub", _flags(files, output_dir))
+    return {"dir": output_dir, "log": log}
 
 
 def test_tool_trains_evaluates_and_predicts_into_run_classifiers_files(files, trained):
@@ -200,8 +199,7 @@ def test_run_classifier_on_the_tools_checkpoint_gives_the_same_results(files, tr
     argv = _flags(files, output_dir, do_train="false", bert_hub_module_handle=None)
     argv += ["--bert_config_file=%s" % files["config_file"], "--vocab_file=%s" % files["vocab"],
              "--init_checkpoint=%s" % prefix, "--do_lower_case=true"]
-    rc, _, err = toolrun.run([sys.executable, RUN_CLASSIFIER] + argv)
-    assert rc == 0, err[-4000:]
+    toolrun.run_tool("run_classifier", argv)
     ours = _read_eval_results(trained["dir"] / "eval_results.txt")
     theirs = _read_eval_results(output_dir / "eval_results.txt")
     assert theirs["eval_accuracy"] == ours["eval_accuracy"]

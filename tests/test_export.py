@@ -30,7 +30,6 @@ call), and exported while the process's policy is still bf16.
 import base64
 import json
 import os
-import sys
 
 import keras
 import numpy as np
@@ -58,7 +57,6 @@ from tests.tolerances import BF16_PROBABILITY_ATOL
 from tests.tools import toolrun
 from tests import bare_tf
 
-RUN_CLASSIFIER = os.path.join(toolrun.REPO_ROOT, "tools", "run_classifier.py")
 SEQ_LENGTH = 32
 NUM_TEST = 21
 LABELS = ["0", "1"]
@@ -258,15 +256,7 @@ def setup(tmp_path_factory):
     files = write_task(tmp)
     bf16_run = _write_bf16_checkpoint(files)
     bf16_prefix = os.path.join(bf16_run, "model.ckpt-7")
-    # The reference: run_classifier.py --do_predict (float32) on the bf16 run's
-    # checkpoint, in a child process while this one exports.
     reference_dir = os.path.join(files["tmp"], "mrpc_output")
-    reference = toolrun.start([
-        sys.executable, RUN_CLASSIFIER, "--task_name=MRPC", "--do_predict=true",
-        "--data_dir=" + files["data_dir"], "--vocab_file=" + files["vocab"],
-        "--bert_config_file=" + files["config_file"], "--init_checkpoint=" + bf16_prefix,
-        "--max_seq_length=%d" % SEQ_LENGTH, "--predict_batch_size=4",
-        "--output_dir=" + reference_dir])
 
     config = files["config"]
     # The classifier is exported while the process's policy is still bf16 (as
@@ -282,8 +272,12 @@ def setup(tmp_path_factory):
         os.path.join(files["tmp"], "export", "encoder"), SEQ_LENGTH, version=1)
     exports = {"classifier": classifier, "encoder": encoder}
 
-    rc, _, err = toolrun.finish(reference)
-    assert rc == 0, err[-4000:]
+    # The reference: run_classifier --do_predict (float32) on the bf16 run's checkpoint.
+    toolrun.run_tool("run_classifier", [
+        "--task_name=MRPC", "--do_predict=true", "--data_dir=" + files["data_dir"],
+        "--vocab_file=" + files["vocab"], "--bert_config_file=" + files["config_file"],
+        "--init_checkpoint=" + bf16_prefix, "--max_seq_length=%d" % SEQ_LENGTH,
+        "--predict_batch_size=4", "--output_dir=" + reference_dir])
     test_results = _read_test_results(os.path.join(reference_dir, "test_results.tsv"))
     assert test_results.shape == (NUM_TEST, 2)
     records, record_features = _records(os.path.join(reference_dir, "predict.tf_record"))

@@ -369,7 +369,7 @@ def test_tool_bad_flag_combinations(bp, corpus, tmp_path):
                                     "--num_output_files=2", "--runner=DirectRunner"],
          "--output_file=%s/a,%s/b: with --num_output_files, give one name" % (out, out)),
     ]
-    results = toolrun.user_errors(TOOL, cases, tmp_path)
+    results = toolrun.user_errors_here("create_pretraining_data", cases)
     for name, _, message in cases:
         assert results[name] is not None and results[name].startswith(message), (
             name, results[name])
