@@ -308,6 +308,7 @@ def _child_env():
     return env
 
 
+@pytest.mark.slow
 def test_mirrored_two_devices_equal_one_device_for_the_same_global_batch(tmp_path):
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "mirrored", str(tmp_path)],
                           cwd=REPO_ROOT, env=_child_env(), capture_output=True, text=True,
@@ -341,6 +342,7 @@ def _free_ports(n):
     return ports
 
 
+@pytest.mark.slow
 def test_multi_worker_mirrored_two_processes_train_and_only_the_chief_writes(tmp_path):
     from tests.test_pretraining import random_batches, tiny_config, write_config, write_records
     config_file = write_config(tiny_config(dropout=0.1), str(tmp_path / "bert_config.json"))

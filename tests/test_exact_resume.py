@@ -213,6 +213,7 @@ def test_one_seed_gives_one_checkpoint_and_another_seed_another(tmp_path):
         _differences(first, other))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["pretraining", "classifier"])
 def test_killed_twice_and_resumed_equals_the_uninterrupted_run(tmp_path, kind):
     kill_points, differences = _resume_trial(kind, str(tmp_path), random.Random(kind))
@@ -270,6 +271,7 @@ def _child_env():
     return env
 
 
+@pytest.mark.slow
 def test_two_replicas_stopped_and_resumed_equal_the_uninterrupted_run(tmp_path):
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "two_replicas",
                            str(tmp_path)], cwd=REPO_ROOT, env=_child_env(), capture_output=True,

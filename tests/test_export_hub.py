@@ -349,6 +349,7 @@ def test_chain_in_bare_tensorflow_process(export, tmp_path):
     np.testing.assert_allclose(got["pair"], pair["pooled_output"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_hub_keras_layer_with_tf_keras(export, tmp_path):
     pytest.importorskip("tensorflow_hub")
     pytest.importorskip("tf_keras")

@@ -278,6 +278,7 @@ def test_doc_windows_match_convert_examples_to_features():
         assert f == len(f_example)
 
 
+@pytest.mark.slow
 def test_saved_model_in_bare_process(squad_task, real_module, tmp_path):
     module = real_module
     export = str(tmp_path / "saved")

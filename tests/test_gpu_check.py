@@ -26,6 +26,7 @@ def _table_rows(stdout):
     return rows
 
 
+@pytest.mark.slow
 def test_cpu_path_runs_end_to_end_and_prints_three_rows(tmp_path):
     output_json = tmp_path / "results.json"
     env = dict(os.environ, GPU_CHECK_PYTHON=sys.executable, CUDA_VISIBLE_DEVICES="",

@@ -470,6 +470,7 @@ class _Served(tf.Module):
         return dict(features, ids=ids.flat_values, row_splits=ids.row_splits)
 
 
+@pytest.mark.slow
 def test_saved_model_runs_without_keras_or_tf_text(corpus_pairs, tmp_path):
     corpus_pair = corpus_pairs(True)  # the uncased graph has every branch
     texts = corpus_paragraphs()[:40] + MORE_EDGE_TEXTS[:60]

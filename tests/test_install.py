@@ -246,6 +246,7 @@ def installed(tmp_path_factory):
     return wheel, python, work
 
 
+@pytest.mark.slow
 def test_wheel_holds_every_subpackage(installed):
     wheel, _, _ = installed
     with zipfile.ZipFile(wheel) as z:
@@ -256,6 +257,7 @@ def test_wheel_holds_every_subpackage(installed):
     assert not [n for n in names if n.startswith(("tests/", "tools/", "bench/"))]
 
 
+@pytest.mark.slow
 def test_installed_package_imports_outside_the_clone(installed):
     _, python, work = installed
     outside = work / "elsewhere"
@@ -290,6 +292,7 @@ def test_installed_package_imports_outside_the_clone(installed):
         assert "==" not in str(runtime[name]), "%s is pinned exactly: %s" % (name, runtime[name])
 
 
+@pytest.mark.slow
 def test_installed_package_runs_a_tool_copied_out_of_the_clone(installed):
     _, python, work = installed
     outside = work / "user"
@@ -358,6 +361,7 @@ def test_one_naming_scheme_for_the_console_scripts():
     assert clone_tools <= {m.rpartition(".")[2] for m in scripts.values()}
 
 
+@pytest.mark.slow
 def test_console_scripts_and_python_m_show_the_tools_help(installed):
     """`bert-<tool> --help` (the installed executable) and `python -m bert_tf.tools.<tool>
     --help`: exit 0, the tool's docstring as usage and its own flags."""
@@ -410,6 +414,7 @@ def _write_tiny_classification_task(directory):
             "--bert_config_file=bert_config.json", "--max_seq_length=32"]
 
 
+@pytest.mark.slow
 def test_installed_console_scripts_run_outside_the_clone(installed):
     """`bert-create-pretraining-data` and `bert-run-classifier`, from a user's directory."""
     _, python, work = installed

@@ -135,6 +135,7 @@ def _read(tmp_path, index, attempt):
         return f.read()
 
 
+@pytest.mark.slow
 def test_a_killed_worker_stops_the_other_with_one_line_and_a_rerun_resumes(tmp_path):
     ports = _free_ports(2)
     cluster = {"worker": ["127.0.0.1:%d" % p for p in ports]}

@@ -129,6 +129,7 @@ def _check_preempted(rc, log, output_dir, cause):
     return step
 
 
+@pytest.mark.slow
 def test_sigterm_writes_a_checkpoint_at_the_step_and_the_same_command_resumes(files):
     output_dir = files["tmp"] / "sigterm"
     command = _command(files, str(output_dir))
@@ -151,6 +152,7 @@ def test_sigterm_writes_a_checkpoint_at_the_step_and_the_same_command_resumes(fi
         assert f.readline() == "global_step = %d\n" % (step + 2)
 
 
+@pytest.mark.slow
 def test_ctrl_c_twice_stops_at_once_without_a_checkpoint(files):
     # Steps of a large batch (slow), so the second Ctrl-C comes while the step runs.
     output_dir = files["tmp"] / "sigint_twice"
@@ -167,6 +169,7 @@ def test_ctrl_c_twice_stops_at_once_without_a_checkpoint(files):
     assert "Traceback" not in log
 
 
+@pytest.mark.slow
 def test_two_workers_stop_after_the_same_step_at_a_ctrl_c_of_one(files):
     output_dir = files["tmp"] / "two_workers"
     cluster = {"worker": ["127.0.0.1:%d" % p for p in _free_ports(2)]}

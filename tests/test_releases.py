@@ -351,6 +351,7 @@ def _download_in_child(cache, url, results):
         results.put(("error", "%s: %s" % (type(e).__name__, e)))
 
 
+@pytest.mark.slow
 def test_two_processes_at_once_download_once(server, tmp_path, release_files):
     server.files[URL_PATH] = make_zip(release_files)
     server.delay = 1.0  # the first holds the lock while the second asks

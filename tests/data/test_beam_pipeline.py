@@ -377,6 +377,7 @@ def test_tool_bad_flag_combinations(bp, corpus, tmp_path):
     assert os.listdir(str(out)) == []
 
 
+@pytest.mark.slow
 def test_tool_on_direct_runner_worker_processes(bp, corpus, tmp_path):
     """`--runner=DirectRunner -- <Beam options>` with 2 worker processes = --num_workers=2."""
     flags = ["--input_file=" + corpus["all"], "--vocab_file=" + corpus["vocab"],

@@ -220,6 +220,7 @@ def test_predict_in_bf16_gives_the_float32_results_within_bf16_rounding(files, t
 # ----------------------------------------------------------------- 2 replicas
 
 
+@pytest.mark.slow
 def test_two_replicas_evaluate_and_predict_every_example_once(files):
     wrapper = files["tmp"] / "two_cpu_devices.py"
     wrapper.write_text(_TWO_DEVICES_WRAPPER % REPO_ROOT)
@@ -260,6 +261,7 @@ def test_two_replicas_evaluate_and_predict_every_example_once(files):
 # ----------------------------------------------------------------- kill -9
 
 
+@pytest.mark.slow
 def test_kill_9_during_training_then_the_same_command_resumes(files):
     output_dir = files["tmp"] / "killed"
     num_steps = int(NUM_TRAIN / 8 * 12.5)  # 100

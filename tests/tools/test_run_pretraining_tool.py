@@ -93,6 +93,7 @@ def _listed_checkpoints(output_dir):
     return list(state.all_model_checkpoint_paths) if state else []
 
 
+@pytest.mark.slow
 def test_kill_9_then_the_same_command_resumes(files):
     output_dir = files["tmp"] / "killed"
     command = [sys.executable, TOOL] + _flags(
