@@ -6,16 +6,22 @@
   * the edge texts of tests/test_tokenization.py plus final sigma, dotted I,
     canonical reordering, text boundaries, long words, invalid UTF-8;
   * code points: a sample (fast) and every one of them (`slow`), alone and in
-    context, with a vocab of single characters so that ids name characters;
+    context, with a vocab of single characters so that ids name characters
+    (every code point against the FullTokenizer's digests,
+    graph_tokenizer_digests.json, or the FullTokenizer itself under another key);
   * `pack_pair` / `__call__` against `text_features.build_pair_features`;
   * a SavedModel run in a fresh process where tensorflow_text, keras and
     bert_tf cannot be imported.
 """
 
+import hashlib
+import inspect
 import json
+import os
 import random
 import sys
 import unicodedata
+import warnings
 
 import pytest
 import tensorflow as tf
@@ -77,18 +83,46 @@ def char_vocab(texts, do_lower_case):
     return ["[UNK]", "[CLS]", "[SEP]"] + chars + ["##" + c for c in chars]
 
 
+def ids_digest(ids):
+    """sha256 of a list of id lists."""
+    return hashlib.sha256(json.dumps(ids, separators=(",", ":")).encode("ascii")).hexdigest()
+
+
 class Pair(object):
-    """A FullTokenizer and a GraphTokenizer on one vocab."""
+    """A FullTokenizer and a GraphTokenizer on one vocab (the FullTokenizer made on first use)."""
 
     def __init__(self, vocab_file, do_lower_case):
-        self.full = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
+        self.vocab_file = vocab_file
+        self.do_lower_case = do_lower_case
         self.graph = graph_tokenizer.GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
+        self._full = None
 
-    def check(self, texts, name="", batch_size=4096):
+    @property
+    def full(self):
+        if self._full is None:
+            self._full = tokenization.FullTokenizer(self.vocab_file,
+                                                    do_lower_case=self.do_lower_case)
+        return self._full
+
+    def check(self, texts, name="", batch_size=4096, reference_digest=None):
+        """The graph's ids of `texts` against the FullTokenizer's; returns the latter.
+
+        `reference_digest`: the `ids_digest` of the FullTokenizer's ids for
+        these texts, when known (`REFERENCE_DIGESTS`): graph ids with that
+        digest pass without running the FullTokenizer; any other digest runs it
+        and names the first text that differs. Returns None when the digest
+        decided.
+        """
         texts = [t for t in texts if _encodable(t)]
         ours = graph_ids(self.graph, texts, batch_size)
+        if reference_digest is not None and ids_digest(ours) == reference_digest:
+            return None
         theirs = full_ids(self.full, texts)
         assert_same(texts, ours, theirs, name)
+        assert reference_digest is None or ids_digest(theirs) == reference_digest, (
+            "%s: the FullTokenizer's ids no longer have the digest in %s; write it anew: "
+            "python -m tests.test_graph_tokenizer --write-reference-digests"
+            % (name, REFERENCE_DIGESTS_FILE))
         return theirs
 
 
@@ -309,11 +343,19 @@ def code_point_texts(cps, do_lower_case, per_text=64):
     return singles, contexts
 
 
-def check_code_points(cps, do_lower_case, vocab_file):
+_CODE_POINT_CHECKS = (("single code point", 0, 1 << 16), ("code points in context", 1, 1024))
+
+
+def check_code_points(cps, do_lower_case, vocab_file, reference_digests=None):
+    """Graph against FullTokenizer on `cps` alone and in context.
+
+    `reference_digests`: {check name: digest of the FullTokenizer's ids}, or None.
+    """
     pair = Pair(vocab_file, do_lower_case)
-    singles, contexts = code_point_texts(cps, do_lower_case)
-    pair.check(singles, "single code point", batch_size=1 << 16)
-    pair.check(contexts, "code points in context", batch_size=1024)
+    texts = code_point_texts(cps, do_lower_case)
+    for name, which, batch_size in _CODE_POINT_CHECKS:
+        pair.check(texts[which], name, batch_size=batch_size,
+                   reference_digest=(reference_digests or {}).get(name))
 
 
 @pytest.mark.parametrize("do_lower_case", LOWER)
@@ -332,12 +374,83 @@ def full_char_vocab():
     return ["[UNK]"] + chars + ["##" + c for c in chars]
 
 
+# The FullTokenizer's ids for every code point, as digests: the Python
+# reference takes about a minute per casing, the graph a quarter of that. The
+# digests hold for one key (the FullTokenizer's source, this file's text
+# generators, the Unicode version); under another key the test runs the
+# FullTokenizer itself, as it does when the graph's digest differs (to name
+# the first text that differs).
+REFERENCE_DIGESTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                      "graph_tokenizer_digests.json")
+
+
+def reference_key(do_lower_case):
+    """What the FullTokenizer's ids for every code point depend on, as a sha256."""
+    h = hashlib.sha256()
+    package = os.path.dirname(os.path.abspath(tokenization.__file__))
+    for module in ("full_tokenizer.py", "vocab.py"):
+        with open(os.path.join(package, module), "rb") as f:
+            h.update(f.read())
+    for function in (_all_code_points, code_point_texts, full_char_vocab, full_ids, _encodable,
+                     _write_vocab):
+        h.update(inspect.getsource(function).encode("utf-8"))
+    h.update(repr((unicodedata.unidata_version, sys.maxunicode, bool(do_lower_case),
+                   _CODE_POINT_CHECKS)).encode("utf-8"))
+    return h.hexdigest()
+
+
+def load_reference_digests(do_lower_case):
+    """{check name: digest} for this key, or None (with a warning) when the file is for another."""
+    with open(REFERENCE_DIGESTS_FILE, encoding="utf-8") as f:
+        entry = json.load(f)["uncased" if do_lower_case else "cased"]
+    if entry["key"] != reference_key(do_lower_case):
+        warnings.warn("%s is for another FullTokenizer, text generator or Unicode version: the "
+                      "FullTokenizer runs (write it anew: python -m tests.test_graph_tokenizer "
+                      "--write-reference-digests)" % REFERENCE_DIGESTS_FILE)
+        return None
+    return entry["digests"]
+
+
+def write_reference_digests(directory):
+    """Runs the FullTokenizer on every code point, both casings, and writes the digests."""
+    vocab_file = _write_vocab(os.path.join(directory, "all_chars.txt"), full_char_vocab())
+    entries = {}
+    for do_lower_case in LOWER:
+        full = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
+        texts = code_point_texts(_all_code_points(), do_lower_case)
+        digests = {name: ids_digest(full_ids(full, [t for t in texts[which] if _encodable(t)]))
+                   for name, which, _ in _CODE_POINT_CHECKS}
+        entries["uncased" if do_lower_case else "cased"] = {
+            "key": reference_key(do_lower_case), "digests": digests}
+    temporary = REFERENCE_DIGESTS_FILE + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump(entries, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(temporary, REFERENCE_DIGESTS_FILE)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("do_lower_case", LOWER)
 def test_every_code_point(do_lower_case, tmp_path):
-    """All 1,112,064 code points alone and in context (about a minute per casing)."""
+    """All 1,112,064 code points alone and in context, against the FullTokenizer's digests."""
     vocab_file = _write_vocab(tmp_path / "all_chars.txt", full_char_vocab())
-    check_code_points(_all_code_points(), do_lower_case, vocab_file)
+    check_code_points(_all_code_points(), do_lower_case, vocab_file,
+                      load_reference_digests(do_lower_case))
+
+
+def test_a_graph_that_differs_from_the_digest_runs_the_full_tokenizer(tmp_path):
+    """A digest that does not match makes the check run the FullTokenizer and name the text."""
+    texts = [u"a\u00e9b", u"\u03a3x"]
+    vocab_file = _write_vocab(tmp_path / "chars.txt", char_vocab(texts, True))
+    pair = Pair(vocab_file, True)
+    expected = pair.check(texts, "known")
+    assert pair.check(texts, "known", reference_digest=ids_digest(expected)) is None
+    assert pair._full is not None  # made by the first check
+    fresh = Pair(vocab_file, True)
+    assert fresh.check(texts, "known", reference_digest=ids_digest(expected)) is None
+    assert fresh._full is None  # the digest decided
+    with pytest.raises(AssertionError, match="no longer have the digest"):
+        fresh.check(texts, "stale", reference_digest=ids_digest([[0]]))
 
 
 def test_reordering_pairs(tmp_path):
@@ -492,3 +605,12 @@ def test_saved_model_runs_without_keras_or_tf_text(corpus_pairs, tmp_path):
         assert result["input_ids"][i] == want.input_ids
         assert result["segment_ids"][i] == want.segment_ids
         assert result["input_mask"][i] == want.input_mask
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write-reference-digests"]:
+        sys.exit("usage: python -m tests.test_graph_tokenizer --write-reference-digests")
+    import tempfile
+    with tempfile.TemporaryDirectory() as scratch:
+        write_reference_digests(scratch)
+    print("wrote %s" % REFERENCE_DIGESTS_FILE)
