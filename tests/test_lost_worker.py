@@ -1,7 +1,8 @@
 """Tests for bert_tf/training/lost_worker.py: a lost worker does not hang a multi-worker job.
 
 * The lost task, its cause and the one line, from the messages TensorFlow
-  gives when a peer dies (its connection breaks) or hangs (no heartbeat).
+  gives when a peer dies (its connection breaks) or hangs (no heartbeat); the
+  peer, not this worker, when a message names this worker's device first.
 * Two `tools/run_pretraining.py` workers on 127.0.0.1 (TF_CONFIG): worker 1
   killed with SIGKILL during training; worker 0 exits within `LOST_BOUND`
   seconds with one line naming worker 1, the step and the checkpoint, and
@@ -79,6 +80,29 @@ def test_which_task_is_lost_in_a_larger_cluster():
         None, None, "Collective ops is aborted by: Socket closed"), cluster, ("worker", 0))
     assert str(e) == ("lost a worker of the multi_worker_mirrored job: Socket closed; rerun "
                       "every worker to resume from the last checkpoint in output_dir")
+
+
+# This worker's own device named before the peer's.
+OWN_DEVICE_FIRST = """Graph execution error:
+
+Detected at node while/CollectiveReduceV2 defined at (most recent call last):
+Collective ops is aborted by: /job:worker/replica:0/task:%d/device:CPU:0 failed to receive \
+from /job:worker/replica:0/task:1: recvmsg:Connection reset by peer
+The error could be from a previous operation. Restart your program to reset."""
+
+
+@pytest.mark.parametrize("cluster, this_task", [
+    (CLUSTER, ("worker", 0)),
+    ({"worker": ["w:0", "w:1", "w:2"]}, ("worker", 2)),
+])
+def test_the_lost_task_is_the_peer_when_the_message_names_this_worker_first(cluster, this_task):
+    message = OWN_DEVICE_FIRST % this_task[1]
+    assert lost_worker.lost_task(message, cluster, this_task) == ("worker", 1)
+    e = lost_worker.as_lost_worker(tf.errors.UnavailableError(None, None, message), cluster,
+                                   this_task, step=7, checkpoint="out/model.ckpt-5")
+    assert e.task == ("worker", 1) and e.address == cluster["worker"][1]
+    assert str(e).startswith("lost worker 1 (%s) of the multi_worker_mirrored job at step 7: "
+                             % cluster["worker"][1])
 
 
 def test_other_errors_and_single_processes_are_no_lost_worker():

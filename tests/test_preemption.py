@@ -11,6 +11,8 @@
   chief writes the checkpoint.
 * Keras `fit` with `CheckpointCallback`, SIGTERM: the checkpoint at the step
   reached, `Preempted` (status 75) out of `fit`.
+* A run resumed from an earlier checkpoint, SIGTERM: the checkpoint at the
+  step reached is written and is the latest.
 * The library holds no handler outside training: `Trainer.train` puts back
   the handlers it found.
 """
@@ -262,3 +264,41 @@ def test_train_installs_handlers_only_while_it_runs(tmp_path):
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert seen and seen[0] is not mine  # the trainer's own, while it trained
+
+
+def test_sigterm_after_a_resume_writes_the_newer_checkpoint(tmp_path, monkeypatch):
+    # An output_dir that already holds model.ckpt-2: the notice's checkpoint must
+    # still be written, at the step reached, and be the one a rerun resumes from.
+    from bert_tf.tasks import PretrainingTask
+    from bert_tf.training import distribute
+    from bert_tf.training.progress import TrainProgress
+    from bert_tf.training.trainer import Trainer
+    from tests.test_pretraining import in_memory_dataset_fn
+
+    output_dir = str(tmp_path / "output")
+    dataset_fn = in_memory_dataset_fn(random_batches(2, seed=3), repeat=True)
+
+    def trainer():
+        return Trainer(distribute.get_strategy("off"),
+                       PretrainingTask(tiny_config(), SEQ_LENGTH, MAX_PREDICTIONS), output_dir)
+
+    trainer().train(dataset_fn, 8, 2, 1e-3, 1, iterations_per_loop=1)
+    assert _steps(output_dir) == [2]
+
+    record = TrainProgress.record
+
+    def record_then_sigterm(progress, step, *args):
+        result = record(progress, step, *args)
+        if step == 3:  # a step past the earlier checkpoint: SIGTERM to this process
+            os.kill(os.getpid(), signal.SIGTERM)
+        return result
+
+    monkeypatch.setattr(TrainProgress, "record", record_then_sigterm)
+    with pytest.raises(preemption.Preempted) as stopped:
+        trainer().train(dataset_fn, 8, 1000, 1e-3, 1, iterations_per_loop=1)
+    step = stopped.value.step
+    assert stopped.value.cause == "SIGTERM" and 3 <= step < 1000
+    assert stopped.value.checkpoint == os.path.join(output_dir, "model.ckpt-%d" % step)
+    assert _steps(output_dir) == [2, step]
+    assert tf.train.latest_checkpoint(output_dir) == stopped.value.checkpoint
+    assert int(checkpoint.read_checkpoint(stopped.value.checkpoint)["global_step"]) == step

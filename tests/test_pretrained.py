@@ -354,3 +354,12 @@ def test_corrupt_checkpoint_is_one_line(releases, tmp_path):
         f.write(b"not an index" * 8)
     message = user_error(pretrained.from_pretrained, release)
     assert "bert_model.ckpt.index is not a readable checkpoint index" in message
+
+
+def test_a_release_directory_without_its_data_file_is_one_line_naming_it(releases, tmp_path):
+    release = str(tmp_path / UNCASED)
+    shutil.copytree(releases[UNCASED], release)
+    os.remove(os.path.join(release, "bert_model.ckpt.data-00000-of-00001"))
+    message = user_error(pretrained.from_pretrained, release)
+    assert message.startswith(os.path.join(release, "bert_model.ckpt: ")), message
+    assert "data file %s.data-* is missing" % os.path.join(release, "bert_model.ckpt") in message

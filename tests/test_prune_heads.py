@@ -106,6 +106,18 @@ def test_pruning_again_uses_the_original_head_numbers():
     _assert_close(_call(model, inputs), want)
 
 
+def test_pruning_again_finds_each_kept_head_at_its_new_column():
+    # After {0: [0]}, heads 1, 2, 3 sit at columns 0, 1, 2: pruning head 3 must
+    # keep columns 0 and 1, not the columns of heads 1 and 2's original numbers.
+    inputs = make_inputs()
+    want = _call(_model(), inputs, head_mask=_head_mask({0: [0, 3]}))
+    model = _model()
+    model.prune_heads({0: [0]})
+    model.prune_heads({0: [3]})
+    assert model.config.pruned_heads == {0: [0, 3]}
+    _assert_close(_call(model, inputs), want)
+
+
 @pytest.mark.parametrize("heads_to_prune, message", [
     ({2: [0]}, "prune_heads: layer 2 is not in [0, 2)"),
     ({-1: [0]}, "prune_heads: layer -1 is not in [0, 2)"),

@@ -5,6 +5,9 @@ The server on 127.0.0.1 serves archives built as Google builds them: a zip of
 the 2018 releases, or at the top as the 2020 small models), the checkpoint
 written by bert_tf's own `save_checkpoint` with the architecture of the real
 release `uncased_L-2_H-128_A-2` (its word embeddings zero, so the zip is small).
+An incomplete cache entry is no hit; no download, failed or not, leaves its
+lock file behind; the offline and no-network errors say how to use a copy of
+one's own.
 The table of releases and what a name resolves to: tests/test_release_catalogue.py.
 """
 
@@ -165,6 +168,13 @@ def assert_nothing_cached(tmp_path):
     cache = tmp_path / "cache"
     assert not os.path.exists(entry(tmp_path))
     assert glob.glob(str(cache / (".%s.tmp-*" % NAME))) == []
+    assert not (cache / (NAME + ".lock")).exists()
+
+
+def names_the_copy_route(message, tmp_path):
+    """Whether an error says how to use a copy the user has: its directory, or the cache entry."""
+    return ("pass its directory (to a tool, its files) instead of the name, or put its files "
+            "in %s" % entry(tmp_path)) in message
 
 
 # ----------------------------------------------------------------- download, verify, load
@@ -185,7 +195,7 @@ def test_from_pretrained_by_name_downloads_verifies_and_loads(server, tmp_path, 
     config, model, tokenizer = bert_tf.from_pretrained(NAME)
 
     assert sorted(os.listdir(entry(tmp_path))) == sorted(release_files)
-    assert [p for p in os.listdir(tmp_path / "cache") if p != NAME + ".lock"] == [NAME]
+    assert os.listdir(tmp_path / "cache") == [NAME]  # no lock file, archive or part left
     assert config.num_hidden_layers == 2 and config.hidden_size == 128
     assert tokenizer.basic_tokenizer.do_lower_case is True
     assert tokenizer.tokenize("Hello, World!") == ["hello", ",", "world", "!"]
@@ -307,8 +317,42 @@ def test_offline_without_the_release_is_one_line_naming_it(server, tmp_path, mon
                        % NAME) as e:
         releases.resolve_file(NAME, "init_checkpoint")
     assert "\n" not in str(e.value) and NAME in str(e.value)
+    assert names_the_copy_route(str(e.value), tmp_path), str(e.value)
     assert server.requests == []
     assert_nothing_cached(tmp_path)
+
+
+def _incomplete_entry(tmp_path, release_files):
+    """A cache entry with the config, the vocab and the index, but no data file."""
+    os.makedirs(entry(tmp_path))
+    for name, data in release_files.items():
+        if ".data-" not in name:
+            with open(os.path.join(entry(tmp_path), name), "wb") as f:
+                f.write(data)
+
+
+def test_an_incomplete_cache_entry_is_no_hit_offline(server, tmp_path, release_files,
+                                                     monkeypatch):
+    _incomplete_entry(tmp_path, release_files)
+    assert not releases.release_files_present(entry(tmp_path))
+    monkeypatch.setenv(releases.OFFLINE_ENV, "1")
+    with pytest.raises(UserError) as e:
+        releases.download_release(NAME)
+    message = str(e.value)
+    assert message.startswith("release %s: the cache entry %s is incomplete (no "
+                              "bert_model.ckpt.data-*), and BERT_TF_OFFLINE=1 downloads nothing"
+                              % (NAME, entry(tmp_path))), message
+    assert names_the_copy_route(message, tmp_path) and "\n" not in message, message
+    assert server.requests == []
+
+
+def test_an_incomplete_cache_entry_is_downloaded_again(server, tmp_path, release_files):
+    _incomplete_entry(tmp_path, release_files)
+    server.files[URL_PATH] = make_zip(release_files)
+    assert releases.download_release(NAME, progress=False) == entry(tmp_path)
+    assert [path for path, _ in server.requests] == [URL_PATH]
+    assert sorted(os.listdir(entry(tmp_path))) == sorted(release_files)
+    assert os.listdir(tmp_path / "cache") == [NAME]  # the incomplete one is gone too
 
 
 @pytest.mark.parametrize("status", [404, 500])
@@ -319,6 +363,17 @@ def test_an_http_error_is_one_line_with_status_and_url(server, tmp_path, status)
     assert str(e.value).startswith("release %s: HTTP %d " % (NAME, status))
     assert str(e.value).endswith(server.url + URL_PATH)
     assert_nothing_cached(tmp_path)
+    assert os.listdir(tmp_path / "cache") == []  # no lock file, no part
+
+
+def test_a_download_broken_before_its_first_byte_leaves_nothing(server, tmp_path,
+                                                                release_files):
+    server.files[URL_PATH] = make_zip(release_files)
+    server.cut[URL_PATH] = 0
+    with pytest.raises(UserError, match=r"broke before its first byte; run again$") as e:
+        releases.download_release(NAME, progress=False)
+    assert "\n" not in str(e.value)
+    assert os.listdir(tmp_path / "cache") == []  # no empty part to resume, no lock file
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
@@ -339,6 +394,51 @@ def test_no_network_is_one_line(server, tmp_path):
                        % (NAME, re.escape(server.url), URL_PATH)) as e:
         releases.download_release(NAME, progress=False)
     assert "\n" not in str(e.value)
+    assert names_the_copy_route(str(e.value), tmp_path), str(e.value)
+    assert os.listdir(tmp_path / "cache") == []  # no lock file, no part
+
+
+def test_a_waiter_locks_the_new_lock_file_once_the_holder_removed_it(tmp_path):
+    # The holder removes the lock file as it unlocks; a process that waited on
+    # the removed file must not run beside one that locked the new file.
+    path = str(tmp_path / (NAME + ".lock"))
+    events, second_may_leave = [], threading.Event()
+
+    def second():
+        with download._CacheLock(path, NAME):
+            events.append("second in")
+            assert os.path.exists(path)
+            second_may_leave.wait(30)
+            events.append("second out")
+
+    def third():
+        with download._CacheLock(path, NAME):
+            events.append("third in")
+
+    with download._CacheLock(path, NAME):
+        waiter = threading.Thread(target=second)
+        waiter.start()
+        time.sleep(0.3)  # the second waits on this lock file
+        assert events == []
+    assert wait_until(lambda: events == ["second in"])
+    latecomer = threading.Thread(target=third)
+    latecomer.start()
+    time.sleep(0.3)
+    assert events == ["second in"]  # the third waits for the second
+    second_may_leave.set()
+    waiter.join(30)
+    latecomer.join(30)
+    assert events == ["second in", "second out", "third in"]
+    assert not os.path.exists(path)
+
+
+def wait_until(condition, timeout=30):
+    deadline = time.time() + timeout
+    while not condition():
+        if time.time() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def _download_in_child(cache, url, results):
@@ -369,6 +469,7 @@ def test_two_processes_at_once_download_once(server, tmp_path, release_files):
     assert [path for path, _ in server.requests] == [URL_PATH]
     assert releases.release_files_present(entry(tmp_path))
     assert sorted(os.listdir(entry(tmp_path))) == sorted(release_files)
+    assert os.listdir(tmp_path / "cache") == [NAME]  # the lock file is gone
 
 
 # ----------------------------------------------------------------- a tool with release names

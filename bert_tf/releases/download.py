@@ -17,11 +17,16 @@ does once the name is a `Release`:
     final name; a failed verification leaves nothing but a one-line error;
   * processes that ask for the same release at once take turns on
     `<cache>/<name>.lock` (`fcntl.flock`): one downloads, the others wait and
-    then find the entry.
+    then find the entry; the lock file is removed when the last one is done,
+    whether the download worked or failed;
+  * an incomplete entry (a file missing, say `bert_model.ckpt.data-*`) is no
+    cache hit: it is downloaded again and replaced once the new one is verified.
 
 The cache is `$BERT_TF_CACHE` (default `~/.cache/bert_tf`); `BERT_TF_OFFLINE=1`
-(or `offline=True`) never downloads. Every failure is one line, a
-`UserError`. The catalogue of releases (`RELEASES`, `resolve`) is the
+(or `offline=True`) never downloads. A copy of a release the user already has
+needs no download: its directory is passed instead of the name, or its files
+are put in `<cache>/<name>/`; the offline and no-network errors say so. Every
+failure is one line, a `UserError`. The catalogue of releases (`RELEASES`, `resolve`) is the
 package, `bert_tf.releases`; this module knows a release only by what it is
 given.
 
@@ -82,10 +87,22 @@ def is_offline(offline=None):
 
 def release_files_present(directory):
     """Whether `directory` holds a release's files (config, vocab, checkpoint index and data)."""
-    return (all(os.path.isfile(os.path.join(directory, name))
-                for name in (CONFIG_NAME, VOCAB_NAME, CHECKPOINT_NAME + ".index"))
-            and bool(glob.glob(os.path.join(glob.escape(directory),
-                                            CHECKPOINT_NAME + ".data-*"))))
+    return not _missing_files(directory)
+
+
+def _missing_files(directory):
+    """The release's files that `directory` lacks (`bert_model.ckpt.data-*` for the data)."""
+    missing = [name for name in (CONFIG_NAME, VOCAB_NAME, CHECKPOINT_NAME + ".index")
+               if not os.path.isfile(os.path.join(directory, name))]
+    if not glob.glob(os.path.join(glob.escape(directory), CHECKPOINT_NAME + ".data-*")):
+        missing.append(CHECKPOINT_NAME + ".data-*")
+    return missing
+
+
+def _own_copy(final):
+    """How to use a copy of the release the user already has, for the end of an error."""
+    return ("a copy you already have: pass its directory (to a tool, its files) instead of "
+            "the name, or put its files in %s" % final)
 
 
 # ----------------------------------------------------------------- the download
@@ -116,10 +133,16 @@ def fetch_release(release, cache_dir=None, offline=None, progress=True):
     if release_files_present(final):
         return final
     if is_offline(offline):
+        setting = ("offline=True" if offline else "%s=%s" % (OFFLINE_ENV,
+                                                             os.environ.get(OFFLINE_ENV)))
+        if os.path.lexists(final):
+            raise UserError("release %s: the cache entry %s is incomplete (no %s), and %s "
+                            "downloads nothing (unset %s to download it again; %s)"
+                            % (name, final, ", ".join(_missing_files(final)), setting,
+                               OFFLINE_ENV, _own_copy(final)))
         raise UserError("release %s is not in the cache %s, and %s downloads nothing "
-                        "(unset %s or download it once online)"
-                        % (name, root, "offline=True" if offline else "%s=%s"
-                           % (OFFLINE_ENV, os.environ.get(OFFLINE_ENV)), OFFLINE_ENV))
+                        "(unset %s or download it once online; %s)"
+                        % (name, root, setting, OFFLINE_ENV, _own_copy(final)))
     try:
         os.makedirs(root, exist_ok=True)
     except OSError as e:
@@ -130,14 +153,16 @@ def fetch_release(release, cache_dir=None, offline=None, progress=True):
         if release_files_present(final):
             logging.info("Release %s: cached in %s by another process", name, final)
             return final
-        if os.path.lexists(final):
-            raise UserError("%s is not a complete release (a file of %s is missing); remove it "
-                            "to download %s again" % (final, CONFIG_NAME + ", " + VOCAB_NAME
-                                                      + ", " + CHECKPOINT_NAME + ".*", name))
+        if os.path.islink(final) or (os.path.lexists(final) and not os.path.isdir(final)):
+            raise UserError("%s is not a complete release (no %s); remove it to download %s "
+                            "again" % (final, ", ".join(_missing_files(final)), name))
+        if os.path.isdir(final):
+            logging.warning("Release %s: the cache entry %s is incomplete (no %s): downloading "
+                            "it again", name, final, ", ".join(_missing_files(final)))
         _remove_stale_temporaries(root, name)
         archive = os.path.join(root, name + ".zip")
         if not os.path.isfile(archive):
-            _download(release, archive, progress)
+            _download(release, archive, progress, final)
         _unpack_and_verify(release, archive, final)
         fileio.remove_quietly(archive)
     logging.info("Release %s: verified and cached in %s", name, final)
@@ -145,7 +170,13 @@ def fetch_release(release, cache_dir=None, offline=None, progress=True):
 
 
 class _CacheLock(object):
-    """`flock` on `<cache>/<name>.lock`: one process downloads a release, the others wait."""
+    """`flock` on `<cache>/<name>.lock`: one process downloads a release, the others wait.
+
+    The holder removes the lock file before it unlocks; so a process that
+    waited on that file, once it has the lock, finds another file (or none)
+    at the path and locks anew (the inode of the file it locked is compared
+    with the path's).
+    """
 
     def __init__(self, path, name):
         self.path = path
@@ -155,26 +186,52 @@ class _CacheLock(object):
     def __enter__(self):
         if fcntl is None:
             return self
-        try:
-            self._file = open(self.path, "a+")
-        except OSError as e:
-            raise UserError("release %s: cannot create the lock file %s: %s (set %s to a "
-                            "writable directory)" % (self.name, self.path, e.strerror or e,
-                                                     CACHE_ENV)) from None
-        try:
-            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            logging.info("Release %s: another process is downloading it (%s); waiting",
-                         self.name, self.path)
-            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX)
-        return self
+        waited = False
+        while True:
+            try:
+                lock_file = open(self.path, "a+")
+            except OSError as e:
+                raise UserError("release %s: cannot create the lock file %s: %s (set %s to a "
+                                "writable directory)" % (self.name, self.path, e.strerror or e,
+                                                         CACHE_ENV)) from None
+            try:
+                try:
+                    fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    if not waited:
+                        logging.info("Release %s: another process is downloading it (%s); "
+                                     "waiting", self.name, self.path)
+                        waited = True
+                    fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX)
+                if _same_file(lock_file, self.path):
+                    self._file = lock_file
+                    return self
+            except BaseException:
+                lock_file.close()
+                raise
+            lock_file.close()  # removed by the process that held it: lock the path's file
 
     def __exit__(self, exc_type, exc, traceback):
         if self._file is not None:
+            try:
+                # Before the unlock: a process waiting on this file finds it gone.
+                os.unlink(self.path)
+            except OSError:
+                pass
             fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
             self._file.close()
             self._file = None
         return False
+
+
+def _same_file(open_file, path):
+    """Whether `path` is still the file `open_file` opened (not removed, not replaced)."""
+    try:
+        here = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(open_file.fileno())
+    return (here.st_dev, here.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def _temporary_dir(root, name):
@@ -206,8 +263,11 @@ class _ByteProgress(ItemProgress):
         return text
 
 
-def _download(release, archive, progress):
-    """Downloads the release's zip to `archive` (via `<archive>.part`, resuming it)."""
+def _download(release, archive, progress, final):
+    """Downloads the release's zip to `archive` (via `<archive>.part`, resuming it).
+
+    `final`, the entry's directory, is named in the no-network error.
+    """
     url = release.url()
     part = archive + ".part"
     offset = os.path.getsize(part) if os.path.isfile(part) else 0
@@ -217,11 +277,11 @@ def _download(release, archive, progress):
         if e.code == 416 and offset:  # the part is no prefix of this archive: start again
             fileio.remove_quietly(part)
             offset = 0
-            response = _open_or_fail(release, url, 0)
+            response = _open_or_fail(release, url, 0, final)
         else:
             raise _http_error(release, url, e) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-        raise _network_error(release, url, e) from None
+        raise _network_error(release, url, e, final) from None
     with response:
         total = response.headers.get("Content-Length")
         total = int(total) if total and total.isdigit() else None
@@ -254,6 +314,10 @@ def _download(release, archive, progress):
                 from None
     size = os.path.getsize(part)
     if expected is not None and size != expected:
+        if not size:  # nothing to resume
+            fileio.remove_quietly(part)
+            raise UserError("release %s: the download of %s broke before its first byte; "
+                            "run again" % (release.name, url))
         raise UserError("release %s: the download of %s was cut short at %.1f of %.1f MB; "
                         "run again to resume it (%s is kept)"
                         % (release.name, url, size / _MB, expected / _MB, part))
@@ -269,13 +333,13 @@ def _open(url, offset):
     return urllib.request.urlopen(request, timeout=_TIMEOUT_S)
 
 
-def _open_or_fail(release, url, offset):
+def _open_or_fail(release, url, offset, final):
     try:
         return _open(url, offset)
     except urllib.error.HTTPError as e:
         raise _http_error(release, url, e) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-        raise _network_error(release, url, e) from None
+        raise _network_error(release, url, e, final) from None
 
 
 def _http_error(release, url, error):
@@ -283,10 +347,11 @@ def _http_error(release, url, error):
                                                          error.reason, url))
 
 
-def _network_error(release, url, error):
+def _network_error(release, url, error, final):
     reason = getattr(error, "reason", None) or error
     return UserError("release %s: cannot download %s: %s (no network? with %s=1 only the "
-                     "cache is used)" % (release.name, url, reason, OFFLINE_ENV))
+                     "cache is used; %s)" % (release.name, url, reason, OFFLINE_ENV,
+                                              _own_copy(final)))
 
 
 # ----------------------------------------------------------------- unpacking and verifying
@@ -306,9 +371,13 @@ class _BadArchive(Exception):
 
 
 def _unpack_and_verify(release, archive, final):
-    """Unpacks `archive` into a temporary directory, verifies it, renames it to `final`."""
+    """Unpacks `archive` into a temporary directory, verifies it, renames it to `final`.
+
+    An incomplete entry at `final` (a directory) is replaced: moved aside, then removed.
+    """
     root = os.path.dirname(final)
     tmp = _temporary_dir(root, release.name)
+    incomplete = tmp + ".incomplete"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         os.mkdir(tmp)
@@ -319,6 +388,8 @@ def _unpack_and_verify(release, archive, final):
             fileio.remove_quietly(archive)
             raise UserError("release %s from %s is refused, nothing was cached: %s"
                             % (release.name, release.url(), e)) from None
+        if os.path.isdir(final):
+            os.rename(final, incomplete)
         os.rename(tmp, final)
     except OSError as e:
         failure = fileio.no_room_error(final, e)
@@ -328,6 +399,7 @@ def _unpack_and_verify(release, archive, final):
                         % (failure, archive)) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(incomplete, ignore_errors=True)
 
 
 def _unpack(archive, directory):
