@@ -36,6 +36,26 @@ def pytest_collection_modifyitems(config, items):
         return rank.get(path, len(rank))
     items.sort(key=file_rank)  # stable: each file's own order is kept
 
+# Grappler's passes that rewrite a graph without changing what it computes
+# take about a tenth of a test process's time (a tiny model's step functions
+# are traced, optimized and run once or twice). The test processes turn them
+# off; arithmetic optimization and the remapper (its fusions change float
+# results) stay on, so the numbers are those users get. The tools' processes
+# that tests start, and the demo, run every pass.
+TEST_PROCESS_GRAPPLER_OFF = ("layout_optimizer", "constant_folding", "shape_optimization",
+                             "loop_optimization", "dependency_optimization",
+                             "pin_to_host_optimization", "implementation_selector",
+                             "debug_stripper", "scoped_allocator_optimization")
+
+
+def pytest_collection_finish(session):
+    import sys
+    if "tensorflow" in sys.modules:  # some test file imported it
+        import tensorflow as tf
+        tf.config.optimizer.set_experimental_options(
+            {name: False for name in TEST_PROCESS_GRAPPLER_OFF})
+
+
 import json  # noqa: E402
 
 import numpy as np  # noqa: E402

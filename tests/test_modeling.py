@@ -248,3 +248,12 @@ def test_gelu_is_the_originals_tanh_formula():
     x = np.linspace(-6, 6, 2001).astype("float32")
     want = x * 0.5 * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
     np.testing.assert_allclose(activations.gelu(x).numpy(), want, atol=LAYER_ATOL, rtol=LAYER_RTOL)
+
+
+def test_the_test_processes_keep_the_grappler_passes_that_change_results():
+    """conftest turns off the passes that only rewrite; the fusions users get stay on."""
+    from tests.conftest import TEST_PROCESS_GRAPPLER_OFF
+    options = tf.config.optimizer.get_experimental_options()
+    assert all(options.get(name) is False for name in TEST_PROCESS_GRAPPLER_OFF), options
+    for kept in ("remapping", "arithmetic_optimization", "function_optimization"):
+        assert options.get(kept, True) is not False, kept
