@@ -18,6 +18,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf import locks
+from bert_tf import logs
 from bert_tf.data import classifier_data
 from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
@@ -286,6 +287,6 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
             if trainer.is_chief:
                 path = os.path.join(output_dir, "test_results.tsv")
                 count = write_test_results(path, predictions, is_regression)
-                logging.info("Wrote %d predictions to %s", count, path)
+                logs.result("Wrote %d predictions to %s", count, path)
             results["predict"] = predictions
         return results

@@ -217,6 +217,32 @@ def test_predict_in_bf16_gives_the_float32_results_within_bf16_rounding(files, t
     np.testing.assert_array_equal(probabilities[clear].argmax(1), fp32[clear].argmax(1))
 
 
+# ----------------------------------------------------------------- logs
+
+
+def test_the_default_log_has_the_settings_progress_and_results_not_the_dumps(trained):
+    log = trained["log"]
+    assert "***** Running training *****" in log and "  Num steps = %d" % NUM_TRAIN_STEPS in log
+    assert "step %d/%d: loss = " % (NUM_TRAIN_STEPS, NUM_TRAIN_STEPS) in log  # progress
+    assert "train.tf_record: %d/%d examples" % (NUM_TRAIN, NUM_TRAIN) in log
+    assert "***** Eval results *****" in log and "  eval_accuracy = " in log
+    assert "Wrote %d predictions to %s" % (NUM_TEST, trained["dir"] / "test_results.tsv") in log
+    # The original's INFO dumps are --verbosity=1's.
+    assert "*** Example ***" not in log and "input_ids: " not in log
+    assert "Trainable Variables" not in log and "INIT_FROM_CKPT" not in log
+
+
+def test_verbosity_1_brings_back_the_originals_dumps(files, tmp_path):
+    _, log = toolrun.run_tool("run_classifier", _flags(
+        files, tmp_path / "out", do_train="false", do_predict="false",
+        init_checkpoint=files["init_with_head"], verbosity=1))
+    assert log.count("*** Example ***") == 5  # the first 5 dev examples, as the original
+    assert "guid: dev-1" in log and "input_ids: 2 " in log and "input_mask: 1 " in log
+    assert "**** Trainable Variables ****" in log
+    assert "name = output_weights, shape = (2, 32), *INIT_FROM_CKPT*" in log
+    assert "***** Eval results *****" in log
+
+
 # ----------------------------------------------------------------- 2 replicas
 
 
