@@ -37,6 +37,7 @@ def read_examples(input_file):
     As the original: each line is stripped; `a ||| b` (split at the last
     " ||| ") gives a pair; blank lines are kept (they become `[CLS] [SEP]`);
     `unique_id` is the 0-based line number; bytes that are not UTF-8 are dropped.
+    An empty file is a `UserError` (the original wrote an empty output).
     """
     if not tf.io.gfile.exists(input_file):
         raise UserError("--input_file=%s: no such file" % input_file)
@@ -48,6 +49,9 @@ def read_examples(input_file):
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if not lines:
+        # Port note: the original wrote an empty output file.
+        raise UserError("--input_file=%s is empty: no line to extract features from" % input_file)
     for unique_id, line in enumerate(lines):
         line = line.strip()
         m = re.match(r"^(.*) \|\|\| (.*)$", line)

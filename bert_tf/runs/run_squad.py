@@ -110,6 +110,9 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
     if do_train:
         train_examples = squad_data.read_squad_examples(
             train_file, is_training=True, version_2_with_negative=version_2_with_negative)
+        if not train_examples:
+            raise UserError("--train_file=%s: no training examples (no question in its data)"
+                            % train_file)
     if do_predict or (dev_eval.enabled and do_train):
         predict_examples = squad_data.read_squad_examples(
             predict_file, is_training=False, version_2_with_negative=version_2_with_negative)

@@ -331,14 +331,14 @@ def test_kill_9_during_training_then_the_same_command_resumes(files):
 # ----------------------------------------------------------------- bad input
 
 
-def _copy_task(files, name, edit):
-    """A copy of the task's data dir with `edit(lines of dev.tsv)` applied."""
+def _copy_task(files, name, edit, edited="dev.tsv"):
+    """A copy of the task's data dir with `edit(lines of <edited>)` applied."""
     data_dir = files["tmp"] / name
     data_dir.mkdir()
     for split in ("train.tsv", "dev.tsv", "test.tsv"):
         with open(os.path.join(files["data_dir"], split), encoding="utf-8") as f:
             lines = f.read().splitlines(True)
-        if split == "dev.tsv":
+        if split == edited:
             edit(lines)
         (data_dir / split).write_text("".join(lines), encoding="utf-8")
     return str(data_dir)
@@ -355,8 +355,13 @@ def _bad_input_cases(files):
     def bad_label(lines):
         lines[4] = "2" + lines[4][1:]  # line 5: label "2"
 
+    def header_alone(lines):
+        del lines[1:]
+
     short = _copy_task(files, "short_row", short_row)
     labels = _copy_task(files, "bad_label", bad_label)
+    empty_train = _copy_task(files, "empty_train", list.clear, edited="train.tsv")
+    dev_header = _copy_task(files, "dev_header_alone", header_alone)
     empty = files["tmp"] / "empty"
     empty.mkdir()
     big_vocab, num_tokens = toolrun.vocab_with_extra_tokens(
@@ -379,6 +384,11 @@ def _bad_input_cases(files):
         ("label outside the task's labels", {"data_dir": labels},
          ["%s line 5: label '2' is not one of the MRPC task's labels '0', '1'"
           % os.path.join(labels, "dev.tsv")]),
+        ("empty train.tsv", {"data_dir": empty_train},
+         ["%s: no training examples (an empty file, or its header alone)"
+          % os.path.join(empty_train, "train.tsv")]),
+        ("dev.tsv with its header alone", {"data_dir": dev_header},
+         ["%s: no dev examples" % os.path.join(dev_header, "dev.tsv")]),
         ("data_dir without the task's files", {"data_dir": str(empty)},
          ["--data_dir=%s: no train.tsv (the MRPC task reads train.tsv, dev.tsv and test.tsv)"
           % empty]),
