@@ -120,14 +120,24 @@ def original_checkpoint(tmp_path_factory):
             "outputs": dict(np.load(d / "outputs.npz"))}
 
 
-@pytest.fixture
-def info_logs(caplog):
-    """caplog at INFO for absl's logger too (another test may have set its verbosity)."""
+def _absl_caplog(caplog, level):
     import logging as std_logging
     from absl import logging as absl_logging
     old_verbosity = absl_logging.get_verbosity()
-    absl_logging.set_verbosity(absl_logging.INFO)
-    caplog.set_level(std_logging.INFO)
-    caplog.set_level(std_logging.INFO, logger="absl")
+    absl_logging.set_verbosity(getattr(absl_logging, level))
+    caplog.set_level(getattr(std_logging, level))
+    caplog.set_level(getattr(std_logging, level), logger="absl")
     yield caplog
     absl_logging.set_verbosity(old_verbosity)
+
+
+@pytest.fixture
+def info_logs(caplog):
+    """caplog at INFO for absl's logger too (another test may have set its verbosity)."""
+    yield from _absl_caplog(caplog, "INFO")
+
+
+@pytest.fixture
+def debug_logs(caplog):
+    """caplog at DEBUG (the original's dumps: the first examples, the trainable variables)."""
+    yield from _absl_caplog(caplog, "DEBUG")

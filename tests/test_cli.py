@@ -104,11 +104,15 @@ def test_two_tools_run_in_one_process_with_flags_of_one_name():
 
 def test_help_lists_the_tools_flags_and_absl_logging_ones_with_helpfull():
     from bert_tf.tools import run_squad
+    from bert_tf.tools import tf_logs
     text = run_squad.TOOL.help_text()
     assert text.startswith(run_squad.__doc__.strip().splitlines()[0])
     assert "\n  --eval_every_steps:" in text and "\n  --max_seq_length:" in text
-    assert "(default: '384')" in text and "--verbosity" not in text
-    assert "--verbosity" in run_squad.TOOL.help_text(full=True)
+    assert "(default: '384')" in text and "--verbosity: Logging verbosity" not in text
+    assert "--verbosity: Logging verbosity" in run_squad.TOOL.help_text(full=True)
+    # What each log level shows, at the end of every tool's --help.
+    assert text.endswith(tf_logs.LEVELS + "\n")
+    assert "  -1: warnings, errors and the results" in text and "   1: also the original's" in text
 
 
 def test_the_command_line_prints_one_error_line_and_exits_2():

@@ -162,6 +162,17 @@ def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, overrides, ne
     assert not os.listdir(tmp_path)
 
 
+def test_an_empty_input_file_is_a_one_line_error_and_writes_nothing(setup, tmp_path):
+    # The original wrote an empty output and said nothing.
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    output = str(tmp_path / "out" / "out.jsonl")
+    message = toolrun.user_errors_here(
+        "extract_features", [("case", _flags(setup, output, input_file=str(empty)))])["case"]
+    assert message == "--input_file=%s is empty: no line to extract features from" % empty
+    assert os.listdir(tmp_path) == ["empty.txt"]
+
+
 def test_checkpoint_of_another_architecture_is_refused(setup, tmp_path):
     # The original would silently leave the missing layer at its random
     # initial values; we stop, naming the variable. The command line, as a

@@ -23,7 +23,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYERS = (
     ("ground", ("bert_tf/__init__.py", "bert_tf/_backend.py", "bert_tf/errors.py",
                 "bert_tf/fileio.py", "bert_tf/item_progress.py", "bert_tf/locks.py",
-                "bert_tf/options.py")),
+                "bert_tf/logs.py", "bert_tf/options.py")),
     ("tokenization", ("bert_tf/tokenization/",)),
     ("modeling", ("bert_tf/modeling/",)),
     ("data", ("bert_tf/data/",)),

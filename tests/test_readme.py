@@ -135,21 +135,23 @@ def _write_demo_output(directory):
     """demo_output/ as tools/demo.sh leaves it, as far as the examples read it.
 
     The demo's architecture (configs/uncased_L-2_H-128_A-2.json, vocab_size
-    2000, as demo.sh writes it), its vocab.txt (here learned from fewer
-    documents) and a pre-training run's output_dir ending at model.ckpt-400.
+    the vocab's, written as demo.sh writes it), its vocab.txt (here learned
+    from fewer documents) and a pre-training run's output_dir ending at
+    model.ckpt-400.
     """
     import keras
+    from bert_tf.data import demo_corpus
     from bert_tf.modeling import checkpoint
     from bert_tf.modeling.config import BertConfig
     from bert_tf.tasks.pretraining import BertPretrainer
 
     os.makedirs(directory)
-    _write_vocab(directory)
-    with open(os.path.join(REPO_ROOT, "configs", "uncased_L-2_H-128_A-2.json")) as f:
+    vocab_file, _ = _write_vocab(directory)
+    config_file = os.path.join(directory, "bert_config.json")
+    demo_corpus.write_demo_config(
+        os.path.join(REPO_ROOT, "configs", "uncased_L-2_H-128_A-2.json"), vocab_file, config_file)
+    with open(config_file) as f:
         config = json.load(f)
-    config["vocab_size"] = 2000
-    with open(os.path.join(directory, "bert_config.json"), "w") as f:
-        f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
     keras.utils.set_random_seed(0)
     model = BertPretrainer(BertConfig.from_dict(config))
     checkpoint.save_checkpoint(model, os.path.join(directory, "pretraining_output",

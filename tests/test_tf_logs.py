@@ -131,6 +131,33 @@ def test_tensorflows_python_info_records_are_dropped_ours_kept():
     assert log_filter.filter(record("tensorflow", tf_file, logging.WARNING))
 
 
+def test_verbosity_minus_1_keeps_warnings_errors_and_results():
+    from absl import logging as absl_logging
+    from bert_tf import logs
+    ours = os.path.join(REPO, "bert_tf", "training", "output_dir.py")
+    progress = logging.LogRecord("absl", logging.INFO, ours, 1, "step 2/2", None, None)
+    result = logging.LogRecord("absl", logging.INFO, ours, 1, "  eval_loss = 0.69", None, None)
+    setattr(result, logs.RESULT, True)
+    warning = logging.LogRecord("absl", logging.WARNING, ours, 1, "careful", None, None)
+    quiet = tf_logs.PythonLogFilter(logging.WARNING)
+    assert [quiet.filter(r) for r in (progress, result, warning)] == [False, True, True]
+    assert [tf_logs.PythonLogFilter().filter(r) for r in (progress, result, warning)] == [
+        True, True, True]
+
+    # configure(-1): absl stays at INFO (results are INFO records), the filter decides.
+    handler = logging.Handler()
+    old_verbosity = absl_logging.get_verbosity()
+    try:
+        assert tf_logs.configure(-1, environ={"TF_CPP_MIN_LOG_LEVEL": "1"},
+                                 absl_handler=handler) is None
+        assert absl_logging.get_verbosity() == absl_logging.INFO
+        assert [f.level for f in handler.filters] == [logging.WARNING]
+        tf_logs.configure(None, environ={"TF_CPP_MIN_LOG_LEVEL": "1"}, absl_handler=handler)
+        assert [f.level for f in handler.filters] == [None]
+    finally:
+        absl_logging.set_verbosity(old_verbosity)
+
+
 # ------------------------------------------------------------ a tool, as a user runs it
 
 
@@ -176,6 +203,15 @@ def test_a_tools_stderr_is_bert_tfs_progress_without_tensorflows_lines(model_dir
     _assert_no_tensorflow_lines(proc.stderr)
     assert re.search(r"extract_features.py:\d+\] Wrote 1 lines to ", proc.stderr), proc.stderr
     assert "extract_features: 1/1 examples" in proc.stderr
+    assert "*** Example ***" not in proc.stderr  # the original's dumps: --verbosity=1
+
+
+def test_verbosity_minus_1_prints_the_result_alone(model_dir):
+    proc = _extract_features(model_dir, "--layers=-1", "--verbosity=-1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert re.search(r"extract_features.py:\d+\] Wrote 1 lines to .*out.jsonl$", lines[0]), lines
 
 
 def test_a_user_error_after_tensorflow_loads_is_the_last_line(model_dir):

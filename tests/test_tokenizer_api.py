@@ -238,6 +238,18 @@ def test_decode_and_convert_tokens_to_string(small):
                        skip_special_tokens=True) == "the cats, unaffable!"
 
 
+def test_an_id_outside_the_vocab_is_a_one_line_error_naming_it_and_the_vocab_size(small):
+    ours = small[0]
+    size = len(ours.vocab)
+    for ids in ([2, size], np.array([2, size], np.int64), [-1]):
+        for convert in (ours.decode, ours.convert_ids_to_tokens):
+            with pytest.raises(UserError) as error:
+                convert(ids)
+            assert str(error.value) == "id %d is not in the vocabulary (%d tokens: ids 0 to %d)" % (
+                ids[-1], size, size - 1)
+            assert isinstance(error.value, KeyError)  # the original's lookup error, too
+
+
 # ------------------------------------------------------------------ never_split
 
 
@@ -458,5 +470,5 @@ def test_difference_decode_of_unknown_ids_and_the_default(small):
     assert ours.decode(ids) == "[CLS] a [SEP]"
     assert theirs.decode(ids) == "a"
     assert theirs.decode(ids + [10 ** 6]) == "a"
-    with pytest.raises(KeyError, match=str(10 ** 6)):
+    with pytest.raises(KeyError, match="id %d is not in the vocabulary" % 10 ** 6):
         ours.decode(ids + [10 ** 6])

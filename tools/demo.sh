@@ -46,13 +46,7 @@ step "3/7 create_pretraining_data (the original's flags and output)"
   --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
 
 step "4/7 run_pretraining: a tiny BERT (2 layers, hidden 128), Google-format checkpoints"
-"$PY" - "$OUT" <<'PYEOF'
-import json, sys
-config = json.load(open("configs/uncased_L-2_H-128_A-2.json"))
-config["vocab_size"] = 2000
-with open(sys.argv[1] + "/bert_config.json", "w") as f:
-    f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
-PYEOF
+"$PY" -c "from bert_tf.data.demo_corpus import write_demo_config as w; print('$OUT/bert_config.json: vocab_size %d, the tokens of vocab.txt' % w('configs/uncased_L-2_H-128_A-2.json', '$OUT/vocab.txt', '$OUT/bert_config.json'))"
 "$PY" tools/run_pretraining.py --input_file="$OUT/tf_examples.tfrecord" \
   --output_dir="$OUT/pretraining_output" --do_train=True --do_eval=True \
   --bert_config_file="$OUT/bert_config.json" --train_batch_size=32 \

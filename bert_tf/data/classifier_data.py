@@ -40,6 +40,7 @@ from bert_tf.item_progress import ItemProgress
 # The features of a classifier record, in the original's OrderedDict order.
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "label_ids", "is_real_example")
 
+# The original logs the first 5 examples' features at INFO; here at DEBUG (--verbosity=1).
 _NUM_LOGGED_EXAMPLES = 5
 _PROGRESS_EVERY = 10000
 _READ_BLOCK_BYTES = 1 << 24
@@ -696,16 +697,17 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
         label_id = label_map[example.label]
 
     if ex_index < _NUM_LOGGED_EXAMPLES:
-        logging.info("*** Example ***")
-        logging.info("guid: %s", example.guid)
-        logging.info("tokens: %s", " ".join(tokenization.printable_text(x) for x in features.tokens))
-        logging.info("input_ids: %s", " ".join(str(x) for x in features.input_ids))
-        logging.info("input_mask: %s", " ".join(str(x) for x in features.input_mask))
-        logging.info("segment_ids: %s", " ".join(str(x) for x in features.segment_ids))
+        logging.debug("*** Example ***")
+        logging.debug("guid: %s", example.guid)
+        logging.debug("tokens: %s",
+                      " ".join(tokenization.printable_text(x) for x in features.tokens))
+        logging.debug("input_ids: %s", " ".join(str(x) for x in features.input_ids))
+        logging.debug("input_mask: %s", " ".join(str(x) for x in features.input_mask))
+        logging.debug("segment_ids: %s", " ".join(str(x) for x in features.segment_ids))
         if is_regression:
-            logging.info("label: %s (score = %r)", example.label, label_id)
+            logging.debug("label: %s (score = %r)", example.label, label_id)
         else:
-            logging.info("label: %s (id = %d)", example.label, label_id)
+            logging.debug("label: %s (id = %d)", example.label, label_id)
 
     return InputFeatures(
         input_ids=features.input_ids,

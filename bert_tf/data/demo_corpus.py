@@ -4,13 +4,16 @@
 help topics (about 80 topics, 460 KB). `write_pydoc_corpus` turns it into the
 input format of `create_pretraining_data`: one sentence per line and a blank
 line between documents. It needs no download, so demos and tests can run
-anywhere.
+anywhere. `write_demo_config` writes the demo's `bert_config.json`, its
+`vocab_size` the number of tokens of the vocab the demo learned.
 """
 
+import json
 import re
 
 from bert_tf import fileio
 from bert_tf.errors import UserError
+from bert_tf.tokenization.vocab import load_vocab
 
 # A sentence ends at ".", "!" or "?" (optionally followed by a closing quote or
 # bracket) that is followed by white space and then an upper-case letter, a
@@ -113,6 +116,21 @@ def write_pydoc_corpus(path, max_docs=None, document_unit="topic", repeat=1):
                 num_documents += 1
                 num_sentences += len(document)
     return num_documents, num_sentences
+
+
+def write_demo_config(base_config_file, vocab_file, output_file):
+    """Writes `base_config_file`'s architecture with `vocab_file`'s number of tokens.
+
+    A learned vocab may hold fewer tokens than `build_vocab`'s `vocab_size`
+    asked for; with the config's `vocab_size` its own, every id the model
+    predicts is a token of the vocab. Returns that `vocab_size`. (Plain JSON:
+    no TensorFlow loads.)
+    """
+    with open(base_config_file, encoding="utf-8") as f:
+        values = json.load(f)
+    values["vocab_size"] = len(load_vocab(vocab_file))
+    fileio.write_text(output_file, json.dumps(values, indent=2, sort_keys=True) + "\n")
+    return values["vocab_size"]
 
 
 # Split sizes of the demo sentence-pair task (examples per file).

@@ -503,26 +503,26 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length,
 def _log_feature(unique_id, example_index, doc_span_index, tokens, token_to_orig_map,
                  token_is_max_context, input_ids, input_mask, segment_ids,
                  is_training, is_impossible, start_position, end_position):
-    """Logs one feature exactly as the original (430-454)."""
-    logging.info("*** Example ***")
-    logging.info("unique_id: %s" % (unique_id))
-    logging.info("example_index: %s" % (example_index))
-    logging.info("doc_span_index: %s" % (doc_span_index))
-    logging.info("tokens: %s" % " ".join([tokenization.printable_text(x) for x in tokens]))
-    logging.info("token_to_orig_map: %s" % " ".join(
+    """Logs one feature exactly as the original (430-454), at DEBUG (the original: INFO)."""
+    logging.debug("*** Example ***")
+    logging.debug("unique_id: %s" % (unique_id))
+    logging.debug("example_index: %s" % (example_index))
+    logging.debug("doc_span_index: %s" % (doc_span_index))
+    logging.debug("tokens: %s" % " ".join([tokenization.printable_text(x) for x in tokens]))
+    logging.debug("token_to_orig_map: %s" % " ".join(
         ["%d:%d" % (x, y) for (x, y) in token_to_orig_map.items()]))
-    logging.info("token_is_max_context: %s" % " ".join(
+    logging.debug("token_is_max_context: %s" % " ".join(
         ["%d:%s" % (x, y) for (x, y) in token_is_max_context.items()]))
-    logging.info("input_ids: %s" % " ".join([str(x) for x in input_ids]))
-    logging.info("input_mask: %s" % " ".join([str(x) for x in input_mask]))
-    logging.info("segment_ids: %s" % " ".join([str(x) for x in segment_ids]))
+    logging.debug("input_ids: %s" % " ".join([str(x) for x in input_ids]))
+    logging.debug("input_mask: %s" % " ".join([str(x) for x in input_mask]))
+    logging.debug("segment_ids: %s" % " ".join([str(x) for x in segment_ids]))
     if is_training and is_impossible:
-        logging.info("impossible example")
+        logging.debug("impossible example")
     if is_training and not is_impossible:
         answer_text = " ".join(tokens[start_position:(end_position + 1)])
-        logging.info("start_position: %d" % (start_position))
-        logging.info("end_position: %d" % (end_position))
-        logging.info("answer: %s" % (tokenization.printable_text(answer_text)))
+        logging.debug("start_position: %d" % (start_position))
+        logging.debug("end_position: %d" % (end_position))
+        logging.debug("answer: %s" % (tokenization.printable_text(answer_text)))
 
 
 def _improve_answer_span(doc_tokens, input_start, input_end, tokenizer,

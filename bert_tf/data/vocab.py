@@ -24,6 +24,7 @@ import time
 from absl import logging
 
 from bert_tf import fileio
+from bert_tf import logs
 from bert_tf.errors import UserError
 from bert_tf.tokenization.full_tokenizer import SPECIAL_TOKENS
 
@@ -177,8 +178,8 @@ def build_vocab(input_files, output_file, vocab_size=30522, do_lower_case=True,
                  sum(counts.values()), time.perf_counter() - start)
     tokens = learn_vocab(counts, vocab_size, num_unused_tokens, **learn_kwargs)
     write_vocab(tokens, output_file)
-    logging.info("Wrote %d tokens to %s in %.1fs", len(tokens), output_file,
-                 time.perf_counter() - start)
+    logs.result("Wrote %d tokens to %s in %.1fs", len(tokens), output_file,
+                time.perf_counter() - start)
     return tokens
 
 

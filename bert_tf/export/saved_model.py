@@ -49,10 +49,10 @@ import tempfile
 import time
 
 import tensorflow as tf
-from absl import logging
 
 from bert_tf import fileio
 from bert_tf import locks
+from bert_tf import logs
 from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.data import classifier_data
@@ -490,7 +490,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
                 hub.export_tfhub(config, vocab_file, do_lower_case, prefix, tmp, max_seq_length,
                                  mixed_precision=mixed_precision, phases=phases)
             phases.done("written to %s", final_dir)
-            logging.info("Exported %s (TF Hub format) from %s to %s", task_name, prefix, final_dir)
+            logs.result("Exported %s (TF Hub format) from %s to %s", task_name, prefix, final_dir)
             return final_dir
 
         model = load_model(kind, config, prefix, num_labels, mixed_precision)
@@ -518,7 +518,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
             save_module(module, signatures, tmp, vocab_file)
             phases.done("signatures traced and SavedModel saved")
         phases.done("written to %s", final_dir)
-        logging.info("Exported %s from %s to %s (signatures: %s; compute: %s)", task_name, prefix,
-                     final_dir, ", ".join(sorted(signatures)),
-                     precision.MIXED_PRECISION[mixed_precision] or "float32")
+        logs.result("Exported %s from %s to %s (signatures: %s; compute: %s)", task_name, prefix,
+                    final_dir, ", ".join(sorted(signatures)),
+                    precision.MIXED_PRECISION[mixed_precision] or "float32")
         return final_dir

@@ -15,6 +15,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf import locks
+from bert_tf import logs
 from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.data import text_features
@@ -36,6 +37,7 @@ def read_examples(input_file):
     As the original: each line is stripped; `a ||| b` (split at the last
     " ||| ") gives a pair; blank lines are kept (they become `[CLS] [SEP]`);
     `unique_id` is the 0-based line number; bytes that are not UTF-8 are dropped.
+    An empty file is a `UserError` (the original wrote an empty output).
     """
     if not tf.io.gfile.exists(input_file):
         raise UserError("--input_file=%s: no such file" % input_file)
@@ -47,6 +49,9 @@ def read_examples(input_file):
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if not lines:
+        # Port note: the original wrote an empty output file.
+        raise UserError("--input_file=%s is empty: no line to extract features from" % input_file)
     for unique_id, line in enumerate(lines):
         line = line.strip()
         m = re.match(r"^(.*) \|\|\| (.*)$", line)
@@ -63,7 +68,8 @@ def convert_examples_to_features(examples, seq_length, tokenizer, log_examples=5
 
     `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, type ids 0 for the first
     segment and 1 for the second, zero padding to `seq_length`
-    (`bert_tf.data.text_features.build_pair_features`).
+    (`bert_tf.data.text_features.build_pair_features`). The first `log_examples`
+    are logged as the original logs them, at DEBUG (the original: INFO).
     """
     features = []
     progress = ItemProgress("features", len(examples), "examples")  # every 10 s, and the end
@@ -72,13 +78,13 @@ def convert_examples_to_features(examples, seq_length, tokenizer, log_examples=5
         tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
         pair = text_features.build_pair_features(tokens_a, tokens_b, seq_length, tokenizer)
         if ex_index < log_examples:
-            logging.info("*** Example ***")
-            logging.info("unique_id: %s", example.unique_id)
-            logging.info("tokens: %s", " ".join(tokenization.printable_text(x)
-                                                for x in pair.tokens))
-            logging.info("input_ids: %s", " ".join(str(x) for x in pair.input_ids))
-            logging.info("input_mask: %s", " ".join(str(x) for x in pair.input_mask))
-            logging.info("input_type_ids: %s", " ".join(str(x) for x in pair.segment_ids))
+            logging.debug("*** Example ***")
+            logging.debug("unique_id: %s", example.unique_id)
+            logging.debug("tokens: %s", " ".join(tokenization.printable_text(x)
+                                                 for x in pair.tokens))
+            logging.debug("input_ids: %s", " ".join(str(x) for x in pair.input_ids))
+            logging.debug("input_mask: %s", " ".join(str(x) for x in pair.input_mask))
+            logging.debug("input_type_ids: %s", " ".join(str(x) for x in pair.segment_ids))
         features.append(InputFeatures(example.unique_id, pair.tokens, pair.input_ids,
                                       pair.input_mask, pair.segment_ids))
         progress.update(ex_index + 1)
@@ -226,5 +232,5 @@ def extract_features(input_file, output_file, bert_config_file, init_checkpoint,
     with locks.OutputLock(output_file, "extract_features", flag="output_file", is_file=True):
         model = load_model(bert_config, init_checkpoint, mixed_precision=mixed_precision)
         count = write_features_jsonl(model, features, layer_indexes, batch_size, output_file)
-    logging.info("Wrote %d lines to %s", count, output_file)
+    logs.result("Wrote %d lines to %s", count, output_file)
     return count

@@ -18,6 +18,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf import locks
+from bert_tf import logs
 from bert_tf.data import classifier_data
 from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
@@ -132,14 +133,29 @@ def classifier_examples(processor, data_dir, do_train=False, do_eval=False, do_p
     `dev_eval`: evaluation on the dev set while training (`DevEval`), which
     reads the dev examples as `do_eval` does. Read before any TensorFlow op,
     so a bad file fails fast.
+
+    Raises:
+      UserError: a split it reads holds no example (an empty file, or a
+        header alone), naming the file.
     """
     examples = {}
     if do_train:
-        examples["train"] = processor.get_train_examples(data_dir)
+        examples["train"] = _split_examples(processor, data_dir, "train")
     if do_eval or (dev_eval and do_train):
-        examples["eval"] = processor.get_dev_examples(data_dir)
+        examples["eval"] = _split_examples(processor, data_dir, "dev")
     if do_predict:
-        examples["predict"] = processor.get_test_examples(data_dir)
+        examples["predict"] = _split_examples(processor, data_dir, "test")
+    return examples
+
+
+def _split_examples(processor, data_dir, split):
+    """The processor's examples of `split` ("train", "dev", "test"); UserError if there are none."""
+    examples = getattr(processor, "get_%s_examples" % split)(data_dir)
+    if not examples:
+        name = (getattr(processor, "files", None) or {}).get(split)
+        raise UserError("%s: no %s examples (an empty file, or its header alone)" % (
+            os.path.join(data_dir, name) if name else "--data_dir=%s" % data_dir,
+            "training" if split == "train" else split))
     return examples
 
 
@@ -286,6 +302,6 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
             if trainer.is_chief:
                 path = os.path.join(output_dir, "test_results.tsv")
                 count = write_test_results(path, predictions, is_regression)
-                logging.info("Wrote %d predictions to %s", count, path)
+                logs.result("Wrote %d predictions to %s", count, path)
             results["predict"] = predictions
         return results

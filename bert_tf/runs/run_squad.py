@@ -18,6 +18,7 @@ import tempfile
 
 from bert_tf import fileio
 from bert_tf import locks
+from bert_tf import logs
 from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.data import input_pipeline
@@ -109,6 +110,9 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
     if do_train:
         train_examples = squad_data.read_squad_examples(
             train_file, is_training=True, version_2_with_negative=version_2_with_negative)
+        if not train_examples:
+            raise UserError("--train_file=%s: no training examples (no question in its data)"
+                            % train_file)
     if do_predict or (dev_eval.enabled and do_train):
         predict_examples = squad_data.read_squad_examples(
             predict_file, is_training=False, version_2_with_negative=version_2_with_negative)
@@ -211,6 +215,8 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
             predict_input()
             if trainer.is_chief:
                 results.update(predict_and_score(output_dir))
+                logs.result("Wrote %d predictions to %s", len(results["predictions"]),
+                            os.path.join(output_dir, "predictions.json"))
             else:
                 trainer.predict(predict_input()[0], init_checkpoint=init_checkpoint)
         return results

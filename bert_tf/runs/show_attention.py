@@ -12,6 +12,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf import locks
+from bert_tf import logs
 from bert_tf import tokenization
 from bert_tf.data import text_features
 from bert_tf.errors import UserError
@@ -174,6 +175,6 @@ def show_attention(text_a, output_file, bert_config_file, init_checkpoint, vocab
                                           head_indices=heads)
         with fileio.atomic_write(output_file, "w", newline="") as writer:
             writer.write(page)
-    logging.info("Wrote the attention of %d layers on %d tokens to %s (%d bytes)",
-                 len(attentions), len(pair.tokens), output_file, len(page.encode("utf-8")))
+    logs.result("Wrote the attention of %d layers on %d tokens to %s (%d bytes)",
+                len(attentions), len(pair.tokens), output_file, len(page.encode("utf-8")))
     return pair.tokens

@@ -74,7 +74,7 @@ from bert_tf.tokenization.pair_features import pad_features
 from bert_tf.tokenization.pair_features import truncate_seq_pair  # noqa: F401
 from bert_tf.tokenization.vocab import check_vocab  # noqa: F401
 from bert_tf.tokenization.vocab import convert_by_vocab
-from bert_tf.tokenization.vocab import convert_ids_to_tokens  # noqa: F401
+from bert_tf.tokenization.vocab import convert_ids_to_tokens
 from bert_tf.tokenization.vocab import convert_tokens_to_ids  # noqa: F401
 from bert_tf.tokenization.vocab import load_vocab
 
@@ -416,7 +416,7 @@ class FullTokenizer(object):
         return convert_by_vocab(self.vocab, tokens)
 
     def convert_ids_to_tokens(self, ids):
-        return convert_by_vocab(self.inv_vocab, ids)
+        return convert_ids_to_tokens(self.inv_vocab, ids)
 
     # -- model inputs --------------------------------------------------------
 
@@ -586,7 +586,8 @@ class FullTokenizer(object):
           str.
 
         Raises:
-          KeyError: an id that is not in the vocab (as `convert_ids_to_tokens`).
+          UnknownIdError: (a `UserError` and a `KeyError`) an id that is not in the
+            vocab, named with the vocab's size (as `convert_ids_to_tokens`).
         """
         tokens = self.convert_ids_to_tokens([int(i) for i in ids])
         if skip_special_tokens:

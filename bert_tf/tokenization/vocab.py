@@ -136,6 +136,25 @@ def convert_tokens_to_ids(vocab, tokens):
     return convert_by_vocab(vocab, tokens)
 
 
+class UnknownIdError(UserError, KeyError):
+    """An id outside the vocabulary: one line naming it and the vocab's size.
+
+    A `UserError`, and a `KeyError` as the original's lookup raised.
+    """
+
+    __str__ = Exception.__str__  # the message, not KeyError's repr of it
+
+
 def convert_ids_to_tokens(inv_vocab, ids):
-    """Maps ids (int) to tokens (str) with `inv_vocab`; KeyError on an unknown id."""
-    return convert_by_vocab(inv_vocab, ids)
+    """Maps ids (int) to tokens (str) with `inv_vocab` (id -> token).
+
+    Raises:
+      UnknownIdError: (a KeyError) naming the first id outside the vocab and its size.
+    """
+    ids = list(ids)
+    try:
+        return [inv_vocab[i] for i in ids]
+    except KeyError:
+        unknown = next(i for i in ids if i not in inv_vocab)
+        raise UnknownIdError("id %s is not in the vocabulary (%d tokens: ids 0 to %d)"
+                             % (unknown, len(inv_vocab), len(inv_vocab) - 1)) from None

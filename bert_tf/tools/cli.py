@@ -23,8 +23,9 @@ number of tools, one after another (`Tool.run(argv)` returns the function's
 result and raises `UserError`, for tests and programs). `Tool.main(argv)` is
 the command line:
 
-  * `--help` (`-?`, `--helpshort`) prints the docstring and the tool's
-    flags, `--helpfull` absl's logging flags too; exit 0.
+  * `--help` (`-?`, `--helpshort`) prints the docstring, the tool's flags
+    and what each `--verbosity` shows, `--helpfull` absl's logging flags
+    too; exit 0.
   * A flag absl cannot parse, a missing required flag, an unknown flag, a
     stray argument or a `UserError` from the library: `error: <one line>`,
     exit 2, no traceback.
@@ -33,9 +34,10 @@ the command line:
     exit 75. A second Ctrl-C: exit 130. A lost worker of a multi-worker
     job: one line, exit 69.
   * Before the call (and so before TensorFlow loads) the logs are set up
-    (`bert_tf.tools.tf_logs`): bert_tf's progress without TensorFlow's
-    internals; `--verbosity=1` shows everything, `--verbosity=-1` warnings
-    and errors only.
+    (`bert_tf.tools.tf_logs`): the settings, progress and results without
+    TensorFlow's internals; `--verbosity=1` adds the original's dumps of the
+    first examples and the trainable variables, and TensorFlow's lines;
+    `--verbosity=-1` keeps warnings, errors and the results.
 
 This module imports no TensorFlow.
 """
@@ -122,10 +124,12 @@ class Tool(object):
         return flag_values
 
     def help_text(self, full=False):
-        """`--help`'s text: the docstring, then the flags (`full`: absl's logging flags too)."""
+        """`--help`'s text: the docstring, the flags, the log levels (`full`: absl's logging
+        flags too)."""
         flag_values = self.flag_values()
         doc = (sys.modules[self.module].__doc__ or "").strip()
-        text = [doc, "", "flags:", flag_values.module_help(_TOOL_FLAGS).split("\n", 2)[-1]]
+        text = [doc, "", "flags:", flag_values.module_help(_TOOL_FLAGS).split("\n", 2)[-1],
+                "", tf_logs.LEVELS]
         if full:
             text += ["", flag_values.module_help(_LOGGING_MODULE)]
         return "\n".join(text).rstrip() + "\n"

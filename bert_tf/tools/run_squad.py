@@ -25,8 +25,6 @@ Also `python -m bert_tf.tools.run_squad`; in a clone, `python tools/run_squad.py
 import json
 import sys
 
-from absl import logging
-
 from bert_tf.tools import cli
 from bert_tf.tools import flag_groups as groups
 
@@ -55,7 +53,8 @@ FLAGS = (groups.MODEL + (
 def report(results, values):
     """The official EM/F1 on stdout, when the predict file has answers."""
     if "scores" in results:
-        logging.info("***** Scores of predictions.json against %s *****", values["predict_file"])
+        from bert_tf import logs
+        logs.result("***** Scores of predictions.json against %s *****", values["predict_file"])
         print(json.dumps(results["scores"]))
 
 

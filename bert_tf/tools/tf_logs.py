@@ -12,9 +12,13 @@ written to") go through the same absl logger as bert_tf's progress lines.
 `configure` (called by `bert_tf.tools.cli.Tool.main`, before TensorFlow loads) puts
 a `StderrFilter` on descriptor 2 and a `PythonLogFilter` on absl's handler,
 unless the user asks for everything: absl's `--verbosity=1` (or higher), or
-`TF_CPP_MIN_LOG_LEVEL` set to 0 or 1. `--verbosity=-1` keeps warnings and
-errors only. Kept lines pass byte for byte: tracebacks, `error: ...`, real
-C++ errors, every absl Python WARNING and ERROR, bert_tf's INFO lines.
+`TF_CPP_MIN_LOG_LEVEL` set to 0 or 1. The levels (`LEVELS`, in every tool's
+`--help`): `--verbosity=-1` keeps warnings, errors and the results
+(`bert_tf.logs.result`); the default (0) adds bert_tf's INFO lines, the
+settings and progress; `--verbosity=1` adds absl's DEBUG lines (the
+original's dumps of the first examples and of the trainable variables) and
+TensorFlow's own lines. Kept lines pass byte for byte: tracebacks,
+`error: ...`, real C++ errors, every absl Python WARNING and ERROR.
 
 This module imports no TensorFlow.
 """
@@ -30,6 +34,7 @@ import threading
 from absl import logging as absl_logging
 
 import bert_tf
+from bert_tf import logs
 
 # `I1202 11:53:29.342553 140160656567168 extract_features.py:72] ` (Python's absl) or
 # `I0000 00:00:1796212248.377252   28245 port.cc:153] ` (C++, before InitializeLog; the
@@ -52,6 +57,14 @@ _MAX_UNDECIDED = 4096
 # Python INFO records from these packages are TensorFlow's internals.
 QUIET_PACKAGES = frozenset(
     ["tensorflow", "tensorflow_text", "tensorboard", "keras", "tf_keras", "absl"])
+
+# What each --verbosity shows (every tool's --help ends with it).
+LEVELS = """\
+logs (stderr), by --verbosity (-v):
+  -1: warnings, errors and the results (eval results, scores, the files written)
+   0: (the default) also the settings, the progress and each phase of the run
+   1: also the original's dumps (the first examples' features, the trainable
+      variables) and TensorFlow's own log lines"""
 
 
 class LineFilter(object):
@@ -236,11 +249,13 @@ class PythonLogFilter(logging.Filter):
 
     A record's package is the first name of its module's path below the
     `sys.path` entry it was imported from; bert_tf's records (and any other
-    package's) pass.
+    package's) pass. With `level` (`--verbosity=-1`: WARNING), a record below
+    it passes only if it is a result (`bert_tf.logs.result`).
     """
 
-    def __init__(self):
+    def __init__(self, level=None):
         super().__init__()
+        self.level = level
         self._quiet = {}  # pathname -> bool
 
     def _from_quiet_package(self, pathname):
@@ -255,6 +270,8 @@ class PythonLogFilter(logging.Filter):
         return quiet
 
     def filter(self, record):
+        if self.level is not None and record.levelno < self.level:
+            return logs.is_result(record)
         if record.levelno >= logging.WARNING:
             return True
         if record.name == "tensorflow" or record.name.startswith("tensorflow."):
@@ -273,9 +290,11 @@ def configure(verbosity=None, environ=None, absl_handler=None):
     Args:
       verbosity: absl's `--verbosity` when the user passed it, else None.
         None or 0: bert_tf's INFO progress, TensorFlow's internals hidden;
-        1 or more: everything (no filter; TensorFlow's C++ INFO lines too
-        unless TF_CPP_MIN_LOG_LEVEL says otherwise); -1 or less: warnings and
-        errors only, TensorFlow's internals hidden.
+        1 or more: everything, absl's DEBUG lines included (no filter;
+        TensorFlow's C++ INFO lines too unless TF_CPP_MIN_LOG_LEVEL says
+        otherwise); -1 or less: warnings (-1) or errors (-2) and the results
+        (absl stays at INFO, the filter passes only the results below that),
+        TensorFlow's internals hidden.
       environ: the environment (default `os.environ`); TF_CPP_MIN_LOG_LEVEL
         set to 0 or 1 there turns the descriptor filter off; unset, it is set
         here (2, or 0 with `verbosity` >= 1).
@@ -296,10 +315,12 @@ def configure(verbosity=None, environ=None, absl_handler=None):
         environ["TF_CPP_MIN_LOG_LEVEL"] = "0" if verbose else "2"
     if verbose:
         return None
-    absl_logging.set_verbosity(absl_logging.INFO if not verbosity else verbosity)
+    absl_logging.set_verbosity(absl_logging.INFO)
+    level = absl_logging.converter.absl_to_standard(verbosity) if verbosity else None
     handler = absl_handler or absl_logging.get_absl_handler()
-    if not any(isinstance(f, PythonLogFilter) for f in handler.filters):
-        handler.addFilter(PythonLogFilter())
+    for old in [f for f in handler.filters if isinstance(f, PythonLogFilter)]:
+        handler.removeFilter(old)
+    handler.addFilter(PythonLogFilter(level))
     if environ["TF_CPP_MIN_LOG_LEVEL"].strip() in ("0", "1"):
         return None
     return StderrFilter(gpus_hidden=_gpus_hidden(environ))

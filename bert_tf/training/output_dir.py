@@ -29,6 +29,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import fileio
+from bert_tf import logs
 from bert_tf.modeling import checkpoint as checkpoint_lib
 
 CHECKPOINT_BASENAME = "model.ckpt"
@@ -294,13 +295,13 @@ def write_eval_results(results, path):
 
     The original's values are the Estimator's numpy scalars printed with
     `str()`: float32 metrics, int64 `global_step`. Also logs them under
-    "***** Eval results *****" as the original.
+    "***** Eval results *****" as the original, as results (`bert_tf.logs.result`).
     """
-    logging.info("***** Eval results *****")
+    logs.result("***** Eval results *****")
     lines = []
     for key in sorted(results):
         value = results[key]
         value = np.int64(value) if key == "global_step" else np.float32(value)
-        logging.info("  %s = %s", key, str(value))
+        logs.result("  %s = %s", key, str(value))
         lines.append("%s = %s\n" % (key, str(value)))
     return fileio.write_text(path, "".join(lines))

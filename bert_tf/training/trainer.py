@@ -241,11 +241,12 @@ class Trainer(object):
             raise UserError("--init_checkpoint=%s shares no variable with the model "
                             "(another architecture, or not a BERT checkpoint?)" % init_checkpoint)
         loaded = set(report.loaded)
-        logging.info("**** Trainable Variables ****")
+        # The original's list, at DEBUG here (the tools' --verbosity=1).
+        logging.debug("**** Trainable Variables ****")
         for variable in self.model.trainable_variables:
             name = checkpoint_lib.tf1_name(variable)
-            logging.info("  name = %s, shape = %s%s", name, tuple(variable.shape),
-                         ", *INIT_FROM_CKPT*" if name in loaded else "")
+            logging.debug("  name = %s, shape = %s%s", name, tuple(variable.shape),
+                          ", *INIT_FROM_CKPT*" if name in loaded else "")
 
     def _restore_for_inference(self, init_checkpoint):
         """Before eval/predict: as the Estimator, the latest checkpoint unless trained here."""

@@ -117,3 +117,30 @@ def test_tool_writes_vocab_and_rejects_bad_input(corpus, tmp_path):
     assert err.strip().splitlines()[-1].startswith("error: --input_file:")
     assert "Traceback" not in err
     assert not (tmp_path / "not_written.txt").exists()
+
+
+def test_the_demos_config_takes_its_vocab_size_from_the_vocab(corpus, tmp_path):
+    """tools/demo.sh asks build_vocab for 2000 tokens; the config says how many it learned."""
+    import json
+    from bert_tf.data import demo_corpus
+    out = str(tmp_path / "vocab.txt")
+    tokens = vocab.build_vocab([corpus["a"]], out, vocab_size=2000, lower_thresh=2)
+    assert len(tokens) < 2000  # a small corpus: fewer tokens than asked for
+    base = os.path.join(REPO, "configs", "uncased_L-2_H-128_A-2.json")
+    config_file = str(tmp_path / "bert_config.json")
+    assert demo_corpus.write_demo_config(base, out, config_file) == len(tokens)
+    with open(base) as f, open(config_file) as g:
+        assert json.load(g) == dict(json.load(f), vocab_size=len(tokens))
+    # Every id the model predicts is a token of the vocab.
+    tokenizer = tokenization.FullTokenizer(out)
+    assert tokenizer.convert_ids_to_tokens([len(tokens) - 1]) == tokens[-1:]
+    with pytest.raises(UserError, match="id %d is not in the vocabulary \\(%d tokens"
+                       % (len(tokens), len(tokens))):
+        tokenizer.decode([len(tokens)])
+    # The demo writes its config this way.
+    with open(os.path.join(REPO, "tools", "demo.sh"), encoding="utf-8") as f:
+        demo = f.read()
+    assert "import write_demo_config as w;" in demo
+    assert "w('configs/uncased_L-2_H-128_A-2.json', '$OUT/vocab.txt', '$OUT/bert_config.json')" \
+        in demo
+    assert "vocab_size\"] =" not in demo

@@ -205,7 +205,8 @@ def _as_lists(examples):
 
 
 def _write_ours_capturing_log(examples, processor, tokenizer, output_file):
-    with lib.absl_log_lines(logging.INFO) as log_lines:
+    # The examples' dumps are DEBUG lines (the original's INFO: the tools' --verbosity=1).
+    with lib.absl_log_lines(logging.DEBUG) as log_lines:
         n = cd.file_based_convert_examples_to_features(
             examples, processor.get_labels(), MAX_SEQ_LENGTH, tokenizer, output_file,
             is_regression=processor.is_regression)

@@ -225,7 +225,7 @@ def _capture_logs(fn):
     absl_logger = std_logging.getLogger("absl")
     absl_logger.addHandler(capture)
     old_verbosity = logging.get_verbosity()
-    logging.set_verbosity(logging.INFO)
+    logging.set_verbosity(logging.DEBUG)  # the features' dumps (the original's INFO lines)
     try:
         result = fn()
     finally:

@@ -217,6 +217,32 @@ def test_predict_in_bf16_gives_the_float32_results_within_bf16_rounding(files, t
     np.testing.assert_array_equal(probabilities[clear].argmax(1), fp32[clear].argmax(1))
 
 
+# ----------------------------------------------------------------- logs
+
+
+def test_the_default_log_has_the_settings_progress_and_results_not_the_dumps(trained):
+    log = trained["log"]
+    assert "***** Running training *****" in log and "  Num steps = %d" % NUM_TRAIN_STEPS in log
+    assert "step %d/%d: loss = " % (NUM_TRAIN_STEPS, NUM_TRAIN_STEPS) in log  # progress
+    assert "train.tf_record: %d/%d examples" % (NUM_TRAIN, NUM_TRAIN) in log
+    assert "***** Eval results *****" in log and "  eval_accuracy = " in log
+    assert "Wrote %d predictions to %s" % (NUM_TEST, trained["dir"] / "test_results.tsv") in log
+    # The original's INFO dumps are --verbosity=1's.
+    assert "*** Example ***" not in log and "input_ids: " not in log
+    assert "Trainable Variables" not in log and "INIT_FROM_CKPT" not in log
+
+
+def test_verbosity_1_brings_back_the_originals_dumps(files, tmp_path):
+    _, log = toolrun.run_tool("run_classifier", _flags(
+        files, tmp_path / "out", do_train="false", do_predict="false",
+        init_checkpoint=files["init_with_head"], verbosity=1))
+    assert log.count("*** Example ***") == 5  # the first 5 dev examples, as the original
+    assert "guid: dev-1" in log and "input_ids: 2 " in log and "input_mask: 1 " in log
+    assert "**** Trainable Variables ****" in log
+    assert "name = output_weights, shape = (2, 32), *INIT_FROM_CKPT*" in log
+    assert "***** Eval results *****" in log
+
+
 # ----------------------------------------------------------------- 2 replicas
 
 
@@ -305,14 +331,14 @@ def test_kill_9_during_training_then_the_same_command_resumes(files):
 # ----------------------------------------------------------------- bad input
 
 
-def _copy_task(files, name, edit):
-    """A copy of the task's data dir with `edit(lines of dev.tsv)` applied."""
+def _copy_task(files, name, edit, edited="dev.tsv"):
+    """A copy of the task's data dir with `edit(lines of <edited>)` applied."""
     data_dir = files["tmp"] / name
     data_dir.mkdir()
     for split in ("train.tsv", "dev.tsv", "test.tsv"):
         with open(os.path.join(files["data_dir"], split), encoding="utf-8") as f:
             lines = f.read().splitlines(True)
-        if split == "dev.tsv":
+        if split == edited:
             edit(lines)
         (data_dir / split).write_text("".join(lines), encoding="utf-8")
     return str(data_dir)
@@ -329,8 +355,13 @@ def _bad_input_cases(files):
     def bad_label(lines):
         lines[4] = "2" + lines[4][1:]  # line 5: label "2"
 
+    def header_alone(lines):
+        del lines[1:]
+
     short = _copy_task(files, "short_row", short_row)
     labels = _copy_task(files, "bad_label", bad_label)
+    empty_train = _copy_task(files, "empty_train", list.clear, edited="train.tsv")
+    dev_header = _copy_task(files, "dev_header_alone", header_alone)
     empty = files["tmp"] / "empty"
     empty.mkdir()
     big_vocab, num_tokens = toolrun.vocab_with_extra_tokens(
@@ -353,6 +384,11 @@ def _bad_input_cases(files):
         ("label outside the task's labels", {"data_dir": labels},
          ["%s line 5: label '2' is not one of the MRPC task's labels '0', '1'"
           % os.path.join(labels, "dev.tsv")]),
+        ("empty train.tsv", {"data_dir": empty_train},
+         ["%s: no training examples (an empty file, or its header alone)"
+          % os.path.join(empty_train, "train.tsv")]),
+        ("dev.tsv with its header alone", {"data_dir": dev_header},
+         ["%s: no dev examples" % os.path.join(dev_header, "dev.tsv")]),
         ("data_dir without the task's files", {"data_dir": str(empty)},
          ["--data_dir=%s: no train.tsv (the MRPC task reads train.tsv, dev.tsv and test.tsv)"
           % empty]),

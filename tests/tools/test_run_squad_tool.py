@@ -278,6 +278,9 @@ def _bad_input_cases(files):
     with open(not_squad, "w") as f:
         json.dump({"version": "1.1", "data": [{"title": "t", "paragraphs": [
             {"text": "A paragraph under another key.", "qas": []}]}]}, f)
+    no_questions = str(files["tmp"] / "no_questions.json")
+    with open(no_questions, "w") as f:
+        json.dump({"version": "1.1", "data": []}, f)
     out = files["tmp"] / "bad"
     big_vocab, num_tokens = toolrun.vocab_with_extra_tokens(
         files["vocab"], files["tmp"] / "vocab_plus_3.txt")
@@ -298,6 +301,8 @@ def _bad_input_cases(files):
          "The max_seq_length (32) must be greater than max_query_length (29) + 3"),
         ("do_train without train_file", _flags(files, out, train_file=None),
          "If `do_train` is True, then `train_file` must be specified."),
+        ("train_file without a question", _flags(files, out, train_file=no_questions),
+         "--train_file=%s: no training examples (no question in its data)" % no_questions),
     ]
 
 

@@ -59,6 +59,7 @@ from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 from apache_beam.runners.portability.fn_api_runner import fn_runner
 
 from bert_tf import fileio
+from bert_tf import logs
 from bert_tf.data.pretraining import checks
 from bert_tf.data.pretraining import reading
 from bert_tf.data.pretraining import tokens
@@ -474,7 +475,7 @@ def create_pretraining_data_beam(input_files, output_files, vocab_file, do_lower
     reading.warn_decode(decode_stats)
     if "documents_per_shard" in plan:
         logging.info("%d shard(s) of %d documents", plan["shards"], plan["documents_per_shard"])
-    logging.info("Wrote %d total instances", summary["instances"])
+    logs.result("Wrote %d total instances", summary["instances"])
     stats = dict(summary, mode="beam", seconds=time.perf_counter() - start)
     logging.info("%d instances from %d documents in %.1fs (%.0f instances/s)",
                  stats["instances"], stats["documents"], stats["seconds"],

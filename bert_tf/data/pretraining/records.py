@@ -5,7 +5,7 @@ P = pip bert-tensorflow 1.0.4), serialized by `ExampleSerializer` with
 precomputed varints and fixed-length pieces, byte-identical to
 `tf.train.Example(...).SerializeToString(deterministic=True)`; `parse_example`
 reads them back and `log_example` logs an instance as the original logs its
-first 20 (P:144-157).
+first 20 (P:144-157; at DEBUG here, the tools' `--verbosity=1`).
 
 Port note: map entries of an Example are written in sorted key order (what
 protobuf's deterministic serialization does). The original calls
@@ -216,12 +216,12 @@ def _feature_values(feature):
 
 
 def log_example(record, vocab_info):
-    """Logs a serialized instance as the original logs its first 20."""
+    """Logs a serialized instance as the original logs its first 20 (at DEBUG, not INFO)."""
     feature = parse_example(record)
     num_tokens = sum(feature["input_mask"])
     inv = vocab_info.inv_vocab
     tokens = [inv[i] for i in feature["input_ids"][:num_tokens]]
-    logging.info("*** Example ***")
-    logging.info("tokens: %s" % " ".join(tokens))
+    logging.debug("*** Example ***")
+    logging.debug("tokens: %s" % " ".join(tokens))
     for name in FEATURE_NAMES:
-        logging.info("%s: %s" % (name, " ".join([str(x) for x in feature[name]])))
+        logging.debug("%s: %s" % (name, " ".join([str(x) for x in feature[name]])))

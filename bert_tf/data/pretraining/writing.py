@@ -17,6 +17,7 @@ import time
 from absl import logging
 
 from bert_tf import fileio
+from bert_tf import logs
 from bert_tf.data import tfrecord
 from bert_tf.data.pretraining import records
 
@@ -177,7 +178,7 @@ class RoundRobinWriter(object):
         self._writers = []
         for tmp, final in zip(self._tmp_files, self.output_files):
             fileio.rename(tmp, final)
-        logging.info("Wrote %d total instances", self.total_written)
+        logs.result("Wrote %d total instances", self.total_written)
 
     def abort(self):
         for writer in self._writers:
