@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from bert_tf.tokenization import graph_tokenizer
 from bert_tf.tokenization import full_tokenizer as tokenization
+from bert_tf.tokenization import vocab as vocab_module
 from bert_tf.data.text_features import build_pair_features
 from bert_tf.errors import UserError
 from tests.test_tokenization import EDGE_TEXTS
@@ -384,16 +385,32 @@ REFERENCE_DIGESTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__))
                                       "graph_tokenizer_digests.json")
 
 
+# The FullTokenizer's path from a vocab file and a text to ids (an edit
+# elsewhere in its modules, e.g. to `decode`, keeps the digests).
+_TOKENIZE_PATH = (
+    "_is_whitespace", "_is_control", "_is_punctuation", "_is_chinese_char", "_is_nonspacing_mark",
+    "_CharTable", "_clean_rule", "_chinese_rule", "_clean_and_chinese_rule",
+    "_strip_accents_rule", "_punctuation_rule", "_unused_tokens", "_never_split_tokens",
+    "BasicTokenizer", "WordpieceTokenizer", "FullTokenizer.__init__", "FullTokenizer.tokenize",
+    "FullTokenizer.convert_tokens_to_ids")
+_TOKENIZE_PATH_TABLES = ("_CJK_RANGES", "_ASCII_PUNCTUATION_RANGES", "_WHITESPACE_CONTROLS")
+_VOCAB_PATH = ("_read_vocab_text", "load_vocab", "convert_by_vocab", "convert_tokens_to_ids")
+
+
 def reference_key(do_lower_case):
     """What the FullTokenizer's ids for every code point depend on, as a sha256."""
     h = hashlib.sha256()
-    package = os.path.dirname(os.path.abspath(tokenization.__file__))
-    for module in ("full_tokenizer.py", "vocab.py"):
-        with open(os.path.join(package, module), "rb") as f:
-            h.update(f.read())
-    for function in (_all_code_points, code_point_texts, full_char_vocab, full_ids, _encodable,
-                     _write_vocab):
-        h.update(inspect.getsource(function).encode("utf-8"))
+    sources = [_all_code_points, code_point_texts, full_char_vocab, full_ids, _encodable,
+               _write_vocab]
+    for module, names in ((tokenization, _TOKENIZE_PATH), (vocab_module, _VOCAB_PATH)):
+        for name in names:
+            owner = module
+            for part in name.split("."):
+                owner = getattr(owner, part)
+            sources.append(owner)
+    for source in sources:
+        h.update(inspect.getsource(source).encode("utf-8"))
+    h.update(repr([getattr(tokenization, name) for name in _TOKENIZE_PATH_TABLES]).encode("utf-8"))
     h.update(repr((unicodedata.unidata_version, sys.maxunicode, bool(do_lower_case),
                    _CODE_POINT_CHECKS)).encode("utf-8"))
     return h.hexdigest()
