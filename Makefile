@@ -20,8 +20,10 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
-# Test processes side by side (pytest-xdist; a file's tests stay in one process).
-PYTEST_WORKERS ?= 2
+# Test processes side by side (pytest-xdist; a file's tests stay in one process): one
+# more than the 2 cores of the reference machine, as some tests wait on the processes
+# they start (signals, clusters, kill -9) and a third test process fills that time.
+PYTEST_WORKERS ?= 3
 PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile
 
 # The whole suite, differential tests against the original code included (CI runs it);

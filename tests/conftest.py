@@ -20,12 +20,12 @@ def pytest_configure(config):
 
 
 # The files that take longest (a minute or more on 2 cores), first: `make test` hands
-# whole files to its 2 test processes as they free up, so a long file left for the end
-# would keep one process busy while the other has nothing to do.
-LONGEST_FIRST = ("tests/test_graph_tokenizer.py", "tests/test_exact_resume.py",
-                 "tests/test_keras_models.py", "tests/test_preemption.py",
-                 "tests/test_distribute.py", "tests/test_training.py",
-                 "tests/test_lost_worker.py", "tests/test_original_model.py")
+# whole files to its test processes as they free up, so a long file left for the end
+# would keep one process busy while the others have nothing to do.
+LONGEST_FIRST = ("tests/test_exact_resume.py", "tests/test_lost_worker.py",
+                 "tests/test_distribute.py", "tests/test_preemption.py",
+                 "tests/test_keras_models.py", "tests/test_graph_tokenizer.py",
+                 "tests/test_training.py", "tests/test_original_model.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -39,21 +39,26 @@ def pytest_collection_modifyitems(config, items):
 # Grappler's passes that rewrite a graph without changing what it computes
 # take about a tenth of a test process's time (a tiny model's step functions
 # are traced, optimized and run once or twice). The test processes turn them
-# off; arithmetic optimization and the remapper (its fusions change float
-# results) stay on, so the numbers are those users get. The tools' processes
-# that tests start, and the demo, run every pass.
+# off, and so do the replica processes they start; arithmetic optimization and
+# the remapper (its fusions change float results) stay on, so the numbers are
+# those users get. The tools' processes that tests start, and the demo, run
+# every pass.
 TEST_PROCESS_GRAPPLER_OFF = ("layout_optimizer", "constant_folding", "shape_optimization",
                              "loop_optimization", "dependency_optimization",
                              "pin_to_host_optimization", "implementation_selector",
                              "debug_stripper", "scoped_allocator_optimization")
 
 
+def turn_off_grappler_rewrites():
+    import tensorflow as tf
+    tf.config.optimizer.set_experimental_options(
+        {name: False for name in TEST_PROCESS_GRAPPLER_OFF})
+
+
 def pytest_collection_finish(session):
     import sys
     if "tensorflow" in sys.modules:  # some test file imported it
-        import tensorflow as tf
-        tf.config.optimizer.set_experimental_options(
-            {name: False for name in TEST_PROCESS_GRAPPLER_OFF})
+        turn_off_grappler_rewrites()
 
 
 import json  # noqa: E402

@@ -27,6 +27,8 @@ if __name__ == "__main__":
     tf.config.set_logical_device_configuration(
         tf.config.list_physical_devices("CPU")[0],
         [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+    from tests.conftest import turn_off_grappler_rewrites
+    turn_off_grappler_rewrites()
 
 import json
 import os

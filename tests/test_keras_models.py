@@ -26,6 +26,8 @@ if __name__ == "__main__":
     # The child process: two logical CPU devices, before TensorFlow starts.
     from bert_tf.training import distribute as _distribute
     _distribute.set_logical_cpu_devices(2)
+    from tests.conftest import turn_off_grappler_rewrites
+    turn_off_grappler_rewrites()
 
 import json
 import logging

@@ -124,7 +124,7 @@ def test_other_errors_and_single_processes_are_no_lost_worker():
 # Seconds from the kill to the survivor's exit that a user may rely on: a killed
 # worker's connection breaks at once; a hung one is noticed after HEARTBEAT_TIMEOUT.
 LOST_BOUND = lost_worker.HEARTBEAT_TIMEOUT + 20
-NUM_TRAIN_STEPS = 100
+NUM_TRAIN_STEPS = 40
 LINE = re.compile(r"^error: lost worker 1 \(127\.0\.0\.1:(\d+)\) of the multi_worker_mirrored "
                   r"job at step (\d+): .+; rerun every worker to resume from (.+)$")
 
