@@ -15,7 +15,8 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "original: compares against Google's original BERT code (bert-tensorflow), run in its own process")
     config.addinivalue_line(
-        "markers", "slow: a process killed or started on purpose, a cluster, an install, an "
+        "markers", "slow: over about 4 s on 2 cores (a training run, an export, a tool's "
+        "process), a process killed or started on purpose, a cluster, an install, an "
         "exhaustive sweep (make test runs it; make test-fast does not)")
 
 

@@ -94,6 +94,7 @@ def output_dir(tmp_path, three_checkpoints):
     return copy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", DAMAGES)
 def test_a_resume_skips_a_broken_newest_checkpoint_with_a_warning(output_dir, how, caplog):
     newest = str(output_dir / "model.ckpt-3")
@@ -117,6 +118,7 @@ def test_a_resume_skips_a_broken_newest_checkpoint_with_a_warning(output_dir, ho
     assert _listed(output_dir) == ["model.ckpt-1", "model.ckpt-2", "model.ckpt-3"]
 
 
+@pytest.mark.slow
 def test_training_resumes_from_the_previous_step_and_lists_only_good_checkpoints(
         output_dir, caplog):
     _damage(str(output_dir / "model.ckpt-3"), "truncated data")
@@ -138,6 +140,7 @@ def test_training_resumes_from_the_previous_step_and_lists_only_good_checkpoints
     assert "Skipped" not in caplog.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("state_file", ["missing", "garbage"])
 def test_without_a_readable_state_file_the_highest_readable_model_ckpt_n(output_dir, state_file,
                                                                          caplog):
@@ -168,6 +171,7 @@ def test_no_readable_checkpoint_is_one_line_naming_output_dir_and_the_newest(out
     assert _listed(output_dir) == ["model.ckpt-1", "model.ckpt-2", "model.ckpt-3"]
 
 
+@pytest.mark.slow
 def test_a_state_file_whose_checkpoints_are_all_deleted_starts_anew(output_dir, caplog):
     # Not broken checkpoints but none at all (as the Estimator saw it): a warning, a new run.
     for path in output_dir.glob("model.ckpt-*"):
@@ -219,6 +223,7 @@ def test_a_users_checkpoint_is_refused_not_replaced_by_an_older_one(output_dir, 
     assert e.value.checkpoint_path == newest and "\n" not in str(e.value)
 
 
+@pytest.mark.slow
 def test_checkpoint_callback_resumes_from_the_newest_readable_checkpoint(tmp_path, caplog):
     config = tiny_config()
     init = keras_init_checkpoint("pretrainer", config, tmp_path / "init" / "bert_model.ckpt")

@@ -165,6 +165,7 @@ def trained(files):
     return {"dir": output_dir, "log": log}
 
 
+@pytest.mark.slow
 def test_tool_trains_evaluates_and_predicts_into_run_classifiers_files(files, trained):
     output_dir = trained["dir"]
     for name, count in (("train", NUM_TRAIN), ("eval", NUM_DEV), ("predict", NUM_TEST)):
@@ -192,6 +193,7 @@ def test_tool_trains_evaluates_and_predicts_into_run_classifiers_files(files, tr
     assert "do_lower_case=True" in trained["log"]  # read from the module
 
 
+@pytest.mark.slow
 def test_run_classifier_on_the_tools_checkpoint_gives_the_same_results(files, trained):
     """The tool's model.ckpt-N is a Google checkpoint: run_classifier evaluates and predicts alike."""
     output_dir = files["tmp"] / "run_classifier_output"
@@ -272,6 +274,7 @@ def _reference_and_hub_training(files, encoder, tmp_path):
     return reference_losses, hub_losses, reference, hub, batches
 
 
+@pytest.mark.slow
 def test_training_is_run_classifiers_from_the_same_start_and_resumes(files, tmp_path):
     reference_losses, hub_losses, _, hub, batches = _reference_and_hub_training(
         files, files["encoder"], tmp_path)
@@ -427,6 +430,7 @@ def test_https_handle_without_tensorflow_hub_is_one_line(monkeypatch):
         hub_classifier.resolve_handle(handle)
 
 
+@pytest.mark.slow
 def test_cli_bad_handle_prints_error_and_exits_2(files):
     output_dir = files["tmp"] / "cli"
     rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(

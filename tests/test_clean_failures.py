@@ -298,6 +298,7 @@ def test_input_files_removes_only_what_the_block_wrote_before_it_produced_anythi
 # ----------------------------------------------------------------- the tool
 
 
+@pytest.mark.slow
 def test_the_tool_prints_one_error_line_exits_2_and_writes_nothing(files, tmp_path):
     output_dir = tmp_path / "output"
     flags = {"task_name": "MRPC", "do_train": "true", "do_eval": "true", "do_predict": "true",

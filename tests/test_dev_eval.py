@@ -142,6 +142,7 @@ def _run_classifier(files, output_dir, **overrides):  # noqa: F811
                                    + classifier_flags(files, output_dir, **overrides))
 
 
+@pytest.mark.slow
 def test_run_classifier_evaluates_while_training_and_uses_the_best(files, tmp_path):  # noqa: F811
     output_dir = tmp_path / "out"
     results = _run_classifier(files, output_dir, eval_every_steps=5, learning_rate=1e-3)
@@ -168,6 +169,7 @@ def test_run_classifier_evaluates_while_training_and_uses_the_best(files, tmp_pa
     assert os.path.exists(str(output_dir / ("model.ckpt-%d.index" % NUM_TRAIN_STEPS)))
 
 
+@pytest.mark.slow
 def test_run_classifier_stops_early_and_a_rerun_trains_no_further(files, tmp_path, caplog):  # noqa: F811
     output_dir = tmp_path / "out"
     # Learning rate 0: every evaluation scores the same, none is a gain.
@@ -189,6 +191,7 @@ def test_run_classifier_stops_early_and_a_rerun_trains_no_further(files, tmp_pat
     assert not os.path.exists(str(output_dir / "model.ckpt-16.index"))
 
 
+@pytest.mark.slow
 def test_run_classifier_refuses_a_best_metric_its_evaluation_has_not(files, tmp_path):  # noqa: F811
     with pytest.raises(UserError, match="--best_metric=f1 is not a result"):
         _run_classifier(files, tmp_path / "out", eval_every_steps=5, best_metric="f1")
@@ -197,6 +200,7 @@ def test_run_classifier_refuses_a_best_metric_its_evaluation_has_not(files, tmp_
 # ----------------------------------------------------------------- run_squad
 
 
+@pytest.mark.slow
 def test_run_squad_ranks_by_the_f1_of_the_predict_file(tmp_path_factory):
     from bert_tf.tools import run_squad
     from tests.tools.test_run_squad_tool import _flags as squad_flags
@@ -233,6 +237,7 @@ def _regression_data(config, num_examples=12, seq_length=8, seed=3):
     return features, rng.uniform(0.0, 5.0, num_examples).astype(np.float32)
 
 
+@pytest.mark.slow
 def test_keras_evaluate_of_a_regression_reports_pearson_and_spearman_as_the_trainer(tmp_path):
     import tensorflow as tf
     from bert_tf.data.finite_input import FiniteInput
@@ -260,6 +265,7 @@ def test_keras_evaluate_of_a_regression_reports_pearson_and_spearman_as_the_trai
     assert isinstance(model.evaluate(features, labels, batch_size=5, verbose=0), list)
 
 
+@pytest.mark.slow
 def test_keras_fit_keeps_the_best_checkpoint_and_stops_early(tmp_path):
     from bert_tf.tasks.classifier import BertClassifier
     from bert_tf.training.callbacks import BestCheckpointCallback

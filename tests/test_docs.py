@@ -13,6 +13,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The groups whose every module the reference lists; of bert_tf/data/, the modules
 # at its top (bert_tf.data.pretraining, a module per job, is listed as a package
@@ -20,6 +22,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WHOLE_GROUPS = ("modeling", "tokenization", "training", "tasks", "export")
 
 
+@pytest.mark.slow
 def test_mkdocs_build_strict(tmp_path):
     site = tmp_path / "site"
     result = subprocess.run(

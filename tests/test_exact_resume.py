@@ -192,6 +192,7 @@ def _resume_trial(kind, root, rng, strategy=None, num_kills=2, **options):
 # ----------------------------------------------------------------- one device
 
 
+@pytest.mark.slow
 def test_one_seed_gives_one_checkpoint_and_another_seed_another(tmp_path):
     data = _write_pretraining_data(str(tmp_path / "data"))
     assert _train("pretraining", data, str(tmp_path / "a"), 7)

@@ -334,6 +334,7 @@ def _probabilities(result):
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_nothing_but_tensorflow_was_imported(setup):
     assert setup["results"]["modules"] == []
 
@@ -569,6 +570,7 @@ def test_checks_name_the_culprit(setup, tmp_path):
 
 
 
+@pytest.mark.slow
 def test_mixed_precision_bf16_export_computes_in_bf16(setup, tmp_path):
     """--mixed_precision=bf16: bf16 dense weights, float32 signatures and outputs; bf16 numbers."""
     files = setup["files"]

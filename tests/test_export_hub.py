@@ -115,6 +115,7 @@ def _assert_features(got, want, context=""):
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_layout(export):
     assert sorted(os.listdir(export.out)) == ["encoder", "preprocessor"]
     for which in ("preprocessor", "encoder"):
@@ -339,6 +340,7 @@ def _expected(export, texts):
     return single, pair
 
 
+@pytest.mark.slow
 def test_chain_in_bare_tensorflow_process(export, tmp_path):
     texts = _texts()[:30]
     got = _run(_BARE_CHAIN, export, tmp_path, texts, {})

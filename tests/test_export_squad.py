@@ -162,6 +162,7 @@ def _match_report(got, want, pairs):
     return "%d/%d match; first mismatches: %r" % (len(got) - len(bad), len(got), bad[:5])
 
 
+@pytest.mark.slow
 def test_matches_write_predictions(squad_task, model, real_module, tmp_path):
     want, want_score, want_windows = reference_predictions(squad_task, model, tmp_path)
     assert max(want_windows) >= 3  # long contexts span several windows
@@ -186,6 +187,7 @@ def test_matches_write_predictions(squad_task, model, real_module, tmp_path):
             assert got[i] == "empty"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("do_lower_case,n_best,max_answer",
                          [(True, N_BEST_SIZE, MAX_ANSWER_LENGTH), (False, 3, 4)])
 def test_ties_follow_the_original_order(squad_task, fake_module, tmp_path, do_lower_case,
@@ -207,6 +209,7 @@ def test_ties_follow_the_original_order(squad_task, fake_module, tmp_path, do_lo
     assert len(set(np.round(out["score"], 3))) < len(out["score"]) // 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("do_lower_case", [True, False])
 def test_final_text_matches_get_final_text(squad_task, do_lower_case):
     """get_final_text on many WordPiece spans of every context."""

@@ -173,6 +173,7 @@ def test_an_empty_input_file_is_a_one_line_error_and_writes_nothing(setup, tmp_p
     assert os.listdir(tmp_path) == ["empty.txt"]
 
 
+@pytest.mark.slow
 def test_checkpoint_of_another_architecture_is_refused(setup, tmp_path):
     # The original would silently leave the missing layer at its random
     # initial values; we stop, naming the variable. The command line, as a

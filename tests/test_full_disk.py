@@ -205,6 +205,7 @@ sys.exit(cli.Tool(__name__, lambda: main, ()).main())
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE as on Linux")
 def test_a_tool_whose_checkpoint_finds_no_room_prints_one_line_and_exits_2(tmp_path):
     """TensorFlow's real SaveV2 error, through the tools' runner."""

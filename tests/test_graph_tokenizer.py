@@ -241,6 +241,7 @@ def test_empty_batch(corpus_pair):
     assert features["input_ids"].shape == (0, 4)
 
 
+@pytest.mark.slow
 def test_vocab_forms(tmp_path):
     tokens = ["[UNK]", "[CLS]", "[SEP]", "hello", "##s", "h"]
     from_list = graph_tokenizer.GraphTokenizer(tokens)
@@ -359,6 +360,7 @@ def check_code_points(cps, do_lower_case, vocab_file, reference_digests=None):
                    reference_digest=(reference_digests or {}).get(name))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("do_lower_case", LOWER)
 def test_sampled_code_points(do_lower_case, tmp_path):
     cps = _sampled_code_points()

@@ -83,6 +83,7 @@ def _child_json(code, cwd, env=None):
 # ------------------------------------------------------------------ light imports
 
 
+@pytest.mark.slow
 def test_light_modules_import_neither_tensorflow_nor_keras(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\ncat\n##s\n")

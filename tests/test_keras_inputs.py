@@ -166,17 +166,20 @@ def assert_fit_is_evaluate(history, want):
 # ----------------------------------------------------------------- raw text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair, form", TEXT_FORMS)
 def test_predict_takes_the_form(model, reference, pair, form):
     got = model.predict(form(TEXTS_A, TEXTS_B), verbose=0)["probabilities"]
     np.testing.assert_allclose(got, reference[pair][0], atol=ATOL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair, form", TEXT_FORMS)
 def test_evaluate_takes_the_form(model, reference, pair, form):
     assert_same_eval(evaluate(model, form(TEXTS_A, TEXTS_B), LABELS), reference[pair][1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair, form", TEXT_FORMS)
 def test_fit_and_its_validation_data_take_the_form(model, reference, pair, form):
     history = model.fit(form(TEXTS_A, TEXTS_B), LABELS, batch_size=NUM_EXAMPLES, verbose=0,
@@ -187,6 +190,7 @@ def test_fit_and_its_validation_data_take_the_form(model, reference, pair, form)
 # ----------------------------------------------------------------- labels
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", LABEL_FORMS.values(), ids=LABEL_FORMS.keys())
 def test_fit_evaluate_and_validation_data_take_the_labels(model, reference, form):
     x = canonical_x(pair=True)
@@ -200,6 +204,7 @@ def test_fit_evaluate_and_validation_data_take_the_labels(model, reference, form
 # ----------------------------------------------------------------- datasets
 
 
+@pytest.mark.slow
 def test_datasets_of_x_and_of_x_y(classifier, reference):
     model = compiled(classifier, run_eagerly=False)
     batch = NUM_EXAMPLES // 2

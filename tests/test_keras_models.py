@@ -225,6 +225,7 @@ def test_fit_makes_the_trainers_steps(tmp_path, kind):
         np.testing.assert_allclose(logs[key][0], history[0][key], atol=REPLICA_ATOL, err_msg=key)
 
 
+@pytest.mark.slow
 def test_pretrainer_evaluate_and_predict_are_the_trainers(tmp_path):
     config = tiny_config()
     init = init_checkpoint("pretrainer", config, tmp_path / "init" / "bert_model.ckpt")
@@ -249,6 +250,7 @@ def test_pretrainer_evaluate_and_predict_are_the_trainers(tmp_path):
         np.testing.assert_allclose(outputs[key][:BATCH_SIZE], direct[key], atol=REPLICA_ATOL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["classifier", "regression", "squad", "pretrainer"])
 def test_model_predict_is_the_trainers_predict(tmp_path, kind):
     """One prediction contract: Keras `predict` and `Trainer.predict` return the same outputs."""
@@ -401,6 +403,7 @@ def test_classifier_fit_is_the_originals_training_and_the_original_restores_it(t
 # ----------------------------------------------------------------- CheckpointCallback
 
 
+@pytest.mark.slow
 def test_checkpoint_callback_keeps_the_newest_and_a_new_model_resumes_the_same_run(tmp_path):
     config = tiny_config()
     init = init_checkpoint("pretrainer", config, tmp_path / "init" / "bert_model.ckpt")
@@ -441,6 +444,7 @@ def test_checkpoint_callback_keeps_the_newest_and_a_new_model_resumes_the_same_r
                       REPLICA_ATOL)
 
 
+@pytest.mark.slow
 def test_a_second_fit_into_an_output_dir_says_it_resumed_and_refuses_an_ended_schedule(
         tmp_path, caplog):
     """Running a script twice: the resume is a warning; a run with no step left is an error.
@@ -519,6 +523,7 @@ def _same_outputs(a, b):
             np.testing.assert_array_equal(np.asarray(values_a), np.asarray(values_b), err_msg=key)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["BertModel", "BertPretrainer", "BertClassifier", "BertSquad",
                                   "BertPreprocessor"])
 def test_every_model_round_trips_through_a_keras_file(tmp_path, vocab_file, kind):
@@ -625,6 +630,7 @@ def test_preprocessor_gives_convert_single_examples_features(vocab_file):
     np.testing.assert_array_equal(clone(np.array(texts_a))["input_ids"], singles["input_ids"])
 
 
+@pytest.mark.slow
 def test_classifier_predicts_and_fits_on_raw_text_as_on_its_features(tmp_path, vocab_file):
     config = tiny_config()
     init = init_checkpoint("classifier", config, tmp_path / "init" / "bert_model.ckpt")

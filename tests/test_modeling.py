@@ -192,6 +192,7 @@ def test_bundled_configs_build_the_released_architectures():
         assert config.type_vocab_size == 2
 
 
+@pytest.mark.slow
 def test_bert_base_has_the_original_parameter_count():
     # The original graph for BERT-Base uncased plus the pre-training heads:
     # 206 variables, 110,106,428 parameters.

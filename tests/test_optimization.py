@@ -479,6 +479,7 @@ print(json.dumps({"replicas": strategy.num_replicas_in_sync, "norms": norms,
 """
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_matches_one_device():
     env = dict(os.environ)
     env.update(KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="",

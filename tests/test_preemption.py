@@ -221,6 +221,7 @@ sys.stderr.write("fit returned\n")
 """
 
 
+@pytest.mark.slow
 def test_keras_fit_with_checkpoint_callback_saves_and_stops_on_sigterm(tmp_path):
     output_dir = tmp_path / "fit"
     run = _Run([sys.executable, "-c", _KERAS_CHILD, str(output_dir)])
@@ -237,6 +238,7 @@ def test_keras_fit_with_checkpoint_callback_saves_and_stops_on_sigterm(tmp_path)
     assert int(checkpoint.read_checkpoint(match.group(3))["global_step"]) == step
 
 
+@pytest.mark.slow
 def test_train_installs_handlers_only_while_it_runs(tmp_path):
     from bert_tf.tasks import PretrainingTask
     from bert_tf.training import distribute

@@ -161,6 +161,7 @@ def _pretraining_trainer(output_dir, log_steps):
                             str(output_dir), log_steps=log_steps)
 
 
+@pytest.mark.slow
 def test_evaluate_in_chunks_logs_progress_and_gives_the_one_call_results(tmp_path, info_logs,
                                                                          monkeypatch):
     batches = random_batches(5, seed=3)
@@ -274,6 +275,7 @@ def encoder_checkpoint(tmp_path, vocab_file):
     return config, prefix
 
 
+@pytest.mark.slow
 def test_export_logs_each_phase_with_its_time(tmp_path, vocab_file, encoder_checkpoint,
                                               info_logs):
     config, prefix = encoder_checkpoint
@@ -294,6 +296,7 @@ def test_export_logs_each_phase_with_its_time(tmp_path, vocab_file, encoder_chec
                for line in _messages(info_logs, "export:"))
 
 
+@pytest.mark.slow
 def test_tfhub_export_logs_each_phase(tmp_path, vocab_file, encoder_checkpoint, info_logs):
     config, prefix = encoder_checkpoint
     hub.export_tfhub(config, vocab_file, True, prefix, str(tmp_path / "hub"), 8)

@@ -209,6 +209,7 @@ def test_pruned_keras_file_round_trip(tmp_path):
     np.testing.assert_array_equal(loaded(features, training=False)["logits"].numpy(), want)
 
 
+@pytest.mark.slow
 def test_pruned_encoder_exports_as_a_saved_model(tmp_path):
     model = _model()
     model.prune_heads(PRUNED)

@@ -77,6 +77,7 @@ def _hf_config():
             "position_embedding_type": "absolute", "type_vocab_size": 2, "vocab_size": VOCAB}
 
 
+@pytest.mark.slow
 def test_the_original_code_writes_every_tensor_under_its_google_name(tmp_path):
     model_dir = tmp_path / "hf"
     model_dir.mkdir()

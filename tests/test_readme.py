@@ -227,6 +227,7 @@ def test_blocks_not_run_are_few_and_say_why():
                 "%s: the text above a block that needs the network says so" % _where(block))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", OTHER_BLOCKS, ids=_where)
 def test_block_runs_on_its_own(block, fixtures, tmp_path, monkeypatch, capsys):
     _prepare(block, fixtures, tmp_path)
@@ -237,6 +238,7 @@ def test_block_runs_on_its_own(block, fixtures, tmp_path, monkeypatch, capsys):
         assert "(1, 128)" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", KERAS_BLOCKS, ids=_where)
 def test_keras_example_resumes_when_run_again(block, fixtures, tmp_path, monkeypatch, caplog):
     """The Keras example, then the same again in the same directory, as a user re-runs a

@@ -57,6 +57,7 @@ def _assert_same(first, second):
         np.testing.assert_allclose(g1, g0, rtol=GRAD_RTOL, atol=GRAD_ATOL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run, dropout", [("eager", 0.0), ("tf.function", 0.0), ("eager", 0.1),
                                           ("tf.function", 0.1), ("mirrored", 0.1)])
 def test_recomputed_gradients_are_the_plain_models(run, dropout):
@@ -136,6 +137,7 @@ def test_the_option_is_in_the_config_only_when_set(tmp_path):
         BertConfig.from_dict(dict(TINY_CONFIG, gradient_checkpointing="yes"))
 
 
+@pytest.mark.slow
 def test_keras_fit_step_of_a_task_model_is_the_plain_ones():
     inputs = make_inputs(batch_size=4)
     x = {"input_ids": inputs["input_ids"], "input_mask": inputs["input_mask"],
@@ -155,6 +157,7 @@ def test_keras_fit_step_of_a_task_model_is_the_plain_ones():
         np.testing.assert_allclose(w1, w0, rtol=GRAD_RTOL, atol=GRAD_ATOL)
 
 
+@pytest.mark.slow
 def test_run_pretraining_with_the_flag_trains(tmp_path):
     from tests.test_pretraining import random_batches, tiny_config, write_config, write_records
     config_file = write_config(tiny_config(dropout=0.1), str(tmp_path / "bert_config.json"))

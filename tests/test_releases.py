@@ -475,6 +475,7 @@ def test_two_processes_at_once_download_once(server, tmp_path, release_files):
 # ----------------------------------------------------------------- a tool with release names
 
 
+@pytest.mark.slow
 def test_extract_features_with_release_names(server, tmp_path, release_files):
     server.files[URL_PATH] = make_zip(release_files)
     input_file = tmp_path / "input.txt"

@@ -258,6 +258,7 @@ def test_tool_writes_the_page(tool_page):
     assert data["text_a"] == "The bank by the river was flooded" and data["text_b"] is None
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line(setup, tmp_path):
     from tests.tools import toolrun
     s = setup

@@ -197,6 +197,7 @@ def _assert_no_tensorflow_lines(stderr):
     assert "cuInit" not in stderr and "oneDNN" not in stderr, stderr
 
 
+@pytest.mark.slow
 def test_a_tools_stderr_is_bert_tfs_progress_without_tensorflows_lines(model_dir):
     proc = _extract_features(model_dir, "--layers=-1")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -214,6 +215,7 @@ def test_verbosity_minus_1_prints_the_result_alone(model_dir):
     assert re.search(r"extract_features.py:\d+\] Wrote 1 lines to .*out.jsonl$", lines[0]), lines
 
 
+@pytest.mark.slow
 def test_a_user_error_after_tensorflow_loads_is_the_last_line(model_dir):
     proc = _extract_features(model_dir, "--layers=-5")  # checked after TensorFlow loaded
     assert proc.returncode == 2, proc.stderr[-3000:]
@@ -221,6 +223,7 @@ def test_a_user_error_after_tensorflow_loads_is_the_last_line(model_dir):
     assert proc.stderr.splitlines()[-1].startswith("error: --layers=-5: layer -5 does not exist")
 
 
+@pytest.mark.slow
 def test_verbosity_1_brings_tensorflows_lines_back(model_dir):
     proc = _extract_features(model_dir, "--layers=-5", "--verbosity=1")
     assert proc.returncode == 2, proc.stderr[-3000:]

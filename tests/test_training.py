@@ -83,6 +83,7 @@ def reference(tmp_path_factory, init_checkpoint):
     return str(output_dir), _losses(history)
 
 
+@pytest.mark.slow
 def test_loops_accumulation_and_xla_give_the_same_update(tmp_path, reference, init_checkpoint):
     ref_dir, ref_losses = reference
     batches = random_batches(4, seed=5)
@@ -97,6 +98,7 @@ def test_loops_accumulation_and_xla_give_the_same_update(tmp_path, reference, in
                                  os.path.join(ref_dir, "model.ckpt-4"))
 
 
+@pytest.mark.slow
 def test_checkpoints_keep_last_5_and_resume_continues_the_same_run(tmp_path, init_checkpoint,
                                                                   info_logs):
     batches = random_batches(7, seed=6)
@@ -163,6 +165,7 @@ def _assert_global_step(prefix, expected):
         "%s holds global_step %d, not %d" % (prefix, int(values["global_step"]), expected))
 
 
+@pytest.mark.slow
 def test_checkpoints_hold_global_step_and_a_resumed_run_continues_from_it(tmp_path,
                                                                           init_checkpoint):
     # save_checkpoint writes global_step when given one (a model.ckpt-N), none
@@ -193,6 +196,7 @@ def test_checkpoints_hold_global_step_and_a_resumed_run_continues_from_it(tmp_pa
     _assert_global_step(str(output_dir / "model.ckpt-5"), 5)
 
 
+@pytest.mark.slow
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, init_checkpoint):
     batches = random_batches(6, seed=7)
     batches["masked_lm_weights"][4, 0, 0] = np.nan  # the 5th step's loss is NaN
@@ -214,6 +218,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, init_checkp
     assert int(values["global_step"]) == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mixed_precision,rtol", [("bf16", 2e-2), ("fp16", 2e-3)])
 def test_mixed_precision_trains_with_float32_variables(tmp_path, reference, init_checkpoint,
                                                        mixed_precision, rtol):
@@ -234,6 +239,7 @@ def test_mixed_precision_trains_with_float32_variables(tmp_path, reference, init
     assert values["bert/embeddings/word_embeddings/adam_m"].dtype == np.float32
 
 
+@pytest.mark.slow
 def test_lamb_trains_and_saves_the_same_slot_names(tmp_path, init_checkpoint):
     trainer = _trainer(tmp_path)
     _train(trainer, random_batches(2, seed=8), 2, init_checkpoint, optimizer_type="lamb")

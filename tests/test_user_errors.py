@@ -107,6 +107,7 @@ EXPECTED = ("%s: record 19 (counting from 0): feature input_ids holds 150, outsi
             "[0, vocab_size=99) of bert_config_file (data made with another vocab?)")
 
 
+@pytest.mark.slow
 def test_trainer_stops_at_a_bad_record_with_one_line(pretraining_files):
     config = tiny_config()
     output_dir = str(pretraining_files["tmp"] / "output")

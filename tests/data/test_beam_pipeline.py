@@ -181,6 +181,7 @@ def test_output_file_names():
                                  short_seq_prob=0.5, random_seed=5, do_whole_word_mask=True,
                                  documents_per_shard=7)),
 ])
+@pytest.mark.slow
 def test_beam_writes_the_sharded_modes_files(bp, corpus, workdir, name, num_outputs, kwargs):
     """Every output file equals sharded mode's (--num_workers=2) byte for byte."""
     sharded = _outputs(workdir, name + "_sharded", num_outputs)
@@ -347,6 +348,7 @@ def test_beam_options_are_checked_before_the_pipeline(bp):
 # The tool.
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_tool_bad_flag_combinations(bp, corpus, tmp_path):
     """One line each, before any pipeline (nothing is created)."""
     out = tmp_path / "out"

@@ -100,6 +100,7 @@ def _start_tool(*args):
                             stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_tool_writes_vocab_and_rejects_bad_input(corpus, tmp_path):
     out = str(tmp_path / "vocab.txt")
     # The mistake as a user sees it (a child process, while the run goes on here).

@@ -85,6 +85,7 @@ def test_training_batches_cover_the_records(files):
     assert ids == [int(x) for b in again.take(60).as_numpy_iterator() for x in b["input_ids"][:, 1]]
 
 
+@pytest.mark.slow
 def test_sharding_by_input_pipeline_id(files):
     ids = {}
     for training in (False, True):

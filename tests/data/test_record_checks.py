@@ -92,6 +92,7 @@ def _first_error(dataset, num_batches):
     return str(e.value)
 
 
+@pytest.mark.slow
 def test_every_record_is_checked_and_a_bad_one_is_named(tmp_path):
     good = _write_records(str(tmp_path / "good.tfrecord"), 21, offset=0)
     config = _config()
@@ -215,6 +216,7 @@ _LIMITS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,limit,outside", _LIMITS, ids=[n for n, _, _ in _LIMITS])
 def test_the_first_records_are_checked_at_the_limits_exactly(tmp_path, name, limit, outside):
     """The up-front check refuses limit (and -1), accepts limit - 1, in one line naming the file."""

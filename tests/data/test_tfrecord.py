@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from bert_tf.data import pretraining as pd
@@ -43,6 +44,7 @@ def test_crc32c_many_equals_one_by_one():
     assert [int(c) for c in many] == [tfrecord.crc32c(r) for r in records]
 
 
+@pytest.mark.slow
 def test_writer_bytes_equal_tensorflow(tmp_path):
     """Edge lengths, an empty record, and more records than one flush."""
     records = [b"", b"a", b"\x00" * 8, bytes(range(256)), b"\xff" * 4097]

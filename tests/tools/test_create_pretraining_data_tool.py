@@ -65,6 +65,7 @@ def test_tool_is_a_drop_in_for_the_original(corpus, tmp_path):
         ["oracle_0.json", "oracle_0.log", "oracle_runs.json"])
 
 
+@pytest.mark.slow
 def test_sharded_mode_from_the_command_line(corpus, tmp_path):
     def flags(n):
         return ["--input_file=" + corpus["all"], "--vocab_file=" + corpus["vocab"],

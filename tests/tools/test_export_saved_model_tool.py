@@ -80,6 +80,7 @@ def exported(files):
     return {"dir": export_dir, "start": start, "end": end, "logs": logs}
 
 
+@pytest.mark.slow
 def test_version_layout(files, exported):
     export_dir = exported["dir"]
     versions = sorted(os.listdir(export_dir), key=int)  # only numbers: nothing half-written
@@ -97,6 +98,7 @@ def test_version_layout(files, exported):
             export_dir, version)) in log
 
 
+@pytest.mark.slow
 def test_existing_version_is_refused(files, exported):
     path = os.path.join(exported["dir"], "7")
     before = {name: os.stat(os.path.join(path, name)).st_mtime_ns for name in VERSION_FILES}
@@ -155,6 +157,7 @@ def _bad_input_cases(files):
     ]
 
 
+@pytest.mark.slow
 def test_bad_input_gives_one_line_errors_and_writes_nothing(files):
     cases = _bad_input_cases(files)
     export_dirs = [os.path.join(files["tmp"], "bad_%d" % i) for i in range(len(cases))]
@@ -185,6 +188,7 @@ def test_bad_input_gives_one_line_errors_and_writes_nothing(files):
 # ------------------------------------------------------------ mixed precision
 
 
+@pytest.mark.slow
 def test_mixed_precision_bf16_tfhub_encoder(files):
     """--mixed_precision=bf16 --format=tfhub: a bf16 encoder with float32 outputs."""
     import numpy as np

@@ -159,6 +159,7 @@ def trained(files):
     return {"dir": output_dir, "log": log, "test_results": text, "probabilities": probabilities}
 
 
+@pytest.mark.slow
 def test_original_mrpc_command_line_trains_evaluates_and_predicts(trained):
     output_dir, log = trained["dir"], trained["log"]
     # The original's records, one per example (eval/predict padding is not written).
@@ -422,6 +423,7 @@ def test_bad_input_gives_one_line_errors(files):
         assert not (files["tmp"] / ("bad_%d" % index)).exists(), name
 
 
+@pytest.mark.slow
 def test_cli_prints_error_and_exits_2_without_traceback(files):
     output_dir = files["tmp"] / "cli"
     rc, out, err = toolrun.run([sys.executable, TOOL] + _flags(files, output_dir, task_name="SNLI"))

@@ -62,6 +62,7 @@ def _flags(files, output_dir, **overrides):
     return ["--%s=%s" % (k, v) for k, v in values.items() if v is not None]
 
 
+@pytest.mark.slow
 def test_original_command_line_trains_and_writes_eval_results(files):
     output_dir = files["tmp"] / "output"
     _, log = toolrun.run_tool("run_pretraining", _flags(
@@ -189,6 +190,7 @@ def _bad_input_cases(files):
     ]
 
 
+@pytest.mark.slow
 def test_bad_input_gives_one_line_errors(files):
     """Each case raises a one-line UserError (`main` prints it as `error: ...`, exit 2)."""
     cases = _bad_input_cases(files)
@@ -206,6 +208,7 @@ def test_bad_input_gives_one_line_errors(files):
     assert not (files["tmp"] / "bad" / "checkpoint").exists()
 
 
+@pytest.mark.slow
 def test_cli_prints_error_and_exits_2_without_traceback(files):
     proc = subprocess.run(
         [sys.executable, TOOL] + _flags(files, str(files["tmp"] / "cli"),

@@ -175,6 +175,7 @@ def _check_run(files, run, version):
     return predictions, nbest
 
 
+@pytest.mark.slow
 def test_squad_v1_trains_predicts_and_prints_the_official_scores(files, runs):
     run = runs["v1.1"]
     predictions, nbest = _check_run(files, run, "v1.1")
@@ -319,6 +320,7 @@ def test_bad_input_gives_one_line_errors(files):
     assert not (files["tmp"] / "bad").exists()
 
 
+@pytest.mark.slow
 def test_cli_prints_error_and_exits_2_without_traceback(files):
     output_dir = files["tmp"] / "cli"
     rc, out, err = toolrun.run([sys.executable, TOOL] + _flags(
