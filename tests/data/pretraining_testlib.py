@@ -7,13 +7,12 @@ hand-written file with the input format's edge cases.
 
 import contextlib
 import json
-import logging as std_logging
 import os
 
 import tensorflow as tf
-from absl import logging
 
 from bert_tf.data import demo_corpus
+from tests.tools.toolrun import captured_logs
 
 # A hand-written document file: CRLF line ends, a lone "\r" inside a line
 # (TF's reader drops it: "hel\rlo" reads "hello"), accents, CJK, NBSP,
@@ -143,30 +142,11 @@ def decode(record):
             for name, f in feature.items()}
 
 
-class _LineCollector(std_logging.Handler):
-    def __init__(self, lines):
-        super().__init__()
-        self.lines = lines
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
 @contextlib.contextmanager
 def absl_log_lines(verbosity=None):
     """Yields a list that collects every message absl logs inside the block.
 
     `verbosity` (e.g. `logging.INFO`) is set for the block and restored after.
     """
-    lines = []
-    handler = _LineCollector(lines)
-    absl_logger = std_logging.getLogger("absl")
-    absl_logger.addHandler(handler)
-    old_verbosity = logging.get_verbosity()
-    if verbosity is not None:
-        logging.set_verbosity(verbosity)
-    try:
-        yield lines
-    finally:
-        logging.set_verbosity(old_verbosity)
-        absl_logger.removeHandler(handler)
+    with captured_logs("absl", verbosity) as handler:
+        yield handler.lines

@@ -23,7 +23,7 @@ class _Lines(logging.Handler):
     """Keeps the formatted log records (absl's INFO progress, warnings, ...) as lines."""
 
     def __init__(self):
-        super().__init__(logging.DEBUG)
+        super().__init__()
         self.lines = []
 
     def emit(self, record):
@@ -35,19 +35,21 @@ class _Lines(logging.Handler):
 
 
 @contextlib.contextmanager
-def captured_logs():
-    """Within: every Python log record (absl's included, at INFO) kept in `.text`."""
+def captured_logs(logger_name=None, verbosity="info"):
+    """Within: the log records of `logger_name` (default: every Python logger's) kept
+    in `.lines` / `.text`; absl's verbosity set to `verbosity` (None: left as it is)."""
     from absl import logging as absl_logging
     handler = _Lines()
-    root = logging.getLogger()
-    verbosity = absl_logging.get_verbosity()
-    absl_logging.set_verbosity(absl_logging.INFO)
-    root.addHandler(handler)
+    logger = logging.getLogger(logger_name)
+    old_verbosity = absl_logging.get_verbosity()
+    if verbosity is not None:
+        absl_logging.set_verbosity(verbosity)
+    logger.addHandler(handler)
     try:
         yield handler
     finally:
-        root.removeHandler(handler)
-        absl_logging.set_verbosity(verbosity)
+        logger.removeHandler(handler)
+        absl_logging.set_verbosity(old_verbosity)
 
 
 def run_tool(name, argv):
