@@ -12,7 +12,8 @@
   records shuffled) and the classifier (records shuffled), on one device and
   on 2 replicas (MirroredStrategy over 2 logical CPU devices, in a child
   process: devices are set before TensorFlow starts; pre-training there with
-  2 accumulation micro-batches).
+  2 accumulation micro-batches, killed once between two saves, the classifier
+  once right after a save).
 * `--seed` reaches the trainer from the tools' flags.
 
 The stopped runs use `iterations_per_loop=1` (so a stop lands on any step)
@@ -174,15 +175,18 @@ def _stopped_and_resumed(kind, data, output_dir, kill_points, strategy=None, **o
     return _final(output_dir)
 
 
-def _resume_trial(kind, root, rng, strategy=None, num_kills=2, **options):
-    """An uninterrupted run and one killed (twice): ([kill points], the variables that differ)."""
+def _resume_trial(kind, root, rng, strategy=None, kills=(0, 1), **options):
+    """An uninterrupted run and one killed at `kills` of `_kill_points` (both: twice).
+
+    Returns ([kill points], the variables that differ).
+    """
     if kind == "pretraining":
         data = _write_pretraining_data(os.path.join(root, "data"))
     else:
         os.makedirs(root, exist_ok=True)
         data = _write_classifier_data(os.path.join(root, "train.tf_record"))
     assert _train(kind, data, os.path.join(root, "uninterrupted"), 7, strategy, **options)
-    kill_points = _kill_points(rng)[:num_kills]
+    kill_points = [_kill_points(rng)[k] for k in kills]
     resumed = _stopped_and_resumed(kind, data, os.path.join(root, "resumed"), kill_points,
                                    strategy, **options)
     differences = _differences(resumed, _final(os.path.join(root, "uninterrupted")))
@@ -257,8 +261,10 @@ def _two_replicas_child(output_dir):
     mirrored = distribute.get_strategy("mirrored")
     assert mirrored.num_replicas_in_sync == 2
     results = {}
-    for kind, options in (("pretraining", {"num_accumulation_steps": 2}),
-                          ("classifier", {"num_kills": 1})):
+    # One kill each (the one-device tests kill twice): pre-training between two
+    # saves, the classifier right after a save.
+    for kind, options in (("pretraining", {"num_accumulation_steps": 2, "kills": (1,)}),
+                          ("classifier", {"kills": (0,)})):
         results[kind] = _resume_trial(kind, os.path.join(output_dir, kind),
                                       random.Random("%s-two-replicas" % kind), mirrored,
                                       **options)

@@ -6,20 +6,23 @@
 * Two `tools/run_pretraining.py` workers on 127.0.0.1 (TF_CONFIG): worker 1
   killed with SIGKILL during training; worker 0 exits within `LOST_BOUND`
   seconds with one line naming worker 1, the step and the checkpoint, and
-  exit status 69; both started again resume from that checkpoint and finish.
+  exit status 69; both started again resume from that checkpoint and finish,
+  with 2 replicas in sync, fp16 mixed precision and an evaluation: only the
+  chief (worker 0) writes checkpoints and eval results.
 """
 
 import json
-import os
 import re
 import signal
 import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.training import lost_worker
 from tests.test_distribute import REPO_ROOT, _child_env, _free_ports
 
@@ -148,7 +151,9 @@ def _start_workers(tmp_path, cluster, attempt):
              "--do_train=True", "--train_batch_size=8", "--max_seq_length=16",
              "--max_predictions_per_seq=4", "--num_train_steps=%d" % NUM_TRAIN_STEPS,
              "--num_warmup_steps=1", "--learning_rate=1e-3", "--save_checkpoints_steps=10",
-             "--iterations_per_loop=2", "--distribution_strategy=multi_worker_mirrored"],
+             "--iterations_per_loop=2", "--distribution_strategy=multi_worker_mirrored",
+             "--mixed_precision=fp16", "--do_eval=True", "--eval_batch_size=8",
+             "--max_eval_steps=2"],
             cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
         log.close()
     return procs
@@ -207,7 +212,25 @@ def test_a_killed_worker_stops_the_other_with_one_line_and_a_rerun_resumes(tmp_p
     logs = [_read(tmp_path, index, 1) for index in range(2)]
     for index in range(2):
         assert statuses[index] == 0, "worker %d:\n%s" % (index, logs[index][-3000:])
+        assert ("Distribution strategy: multi_worker_mirrored (CollectiveAllReduceStrategy) "
+                "with 2 replica(s) in sync" in logs[index]), logs[index][:3000]
         assert "(starting at global_step %d)" % resumed_from in logs[index]
         assert "step %d/%d: loss = " % (NUM_TRAIN_STEPS, NUM_TRAIN_STEPS) in logs[index]
-    assert tf.train.latest_checkpoint(str(tmp_path / "output")) == str(
-        tmp_path / "output" / ("model.ckpt-%d" % NUM_TRAIN_STEPS))
+    # Only the chief writes: checkpoints, the eval results.
+    chief_log, worker_log = logs
+    assert "Saved checkpoint for step %d" % NUM_TRAIN_STEPS in chief_log
+    assert "Saved checkpoint" not in worker_log + _read(tmp_path, 1, 0)
+    assert "***** Eval results *****" in chief_log
+    assert "***** Eval results *****" not in worker_log
+    output_dir = tmp_path / "output"
+    assert tf.train.latest_checkpoint(str(output_dir)) == str(
+        output_dir / ("model.ckpt-%d" % NUM_TRAIN_STEPS))
+    values = checkpoint_lib.read_checkpoint(str(output_dir / ("model.ckpt-%d" % NUM_TRAIN_STEPS)))
+    assert int(values["global_step"]) == NUM_TRAIN_STEPS
+    assert all(np.isfinite(v).all() for v in values.values())
+    with open(output_dir / "eval_results.txt") as f:
+        lines = f.read().splitlines()
+    assert [line.split(" = ")[0] for line in lines] == [
+        "global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
+        "next_sentence_accuracy", "next_sentence_loss"]
+    assert lines[0] == "global_step = %d" % NUM_TRAIN_STEPS
