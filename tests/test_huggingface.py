@@ -724,3 +724,17 @@ def test_hugging_faces_own_loader_agrees(saved, tmp_path):
                 theirs["sequence_output"])
         compare("transformers %s pooled" % act, ours["pooled_output"], theirs["pooled_output"])
     sys.stderr.write("max |bert_tf - transformers|: %s\n" % json.dumps(diffs, indent=1))
+
+
+def test_the_converter_command_line_help_and_a_mistake():
+    """`python tools/convert_checkpoint.py`: --help exits 0; a bad flag is one line, exit 2."""
+    script = os.path.join(REPO, "tools", "convert_checkpoint.py")
+    proc = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and "--from=google --to=huggingface" in proc.stdout
+    assert "--from_format" in proc.stdout and "--output_dir" in proc.stdout
+    proc = subprocess.run([sys.executable, script, "--from=torch", "--to=google", "--input=x",
+                           "--output_dir=y"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: flag --from_format=torch: value should be one of <google|huggingface>"]
