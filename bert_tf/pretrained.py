@@ -15,6 +15,9 @@ reads all of them from one path:
                                                                  vocab_file=
   .../bert_model.ckpt, .../model.ckpt-N that prefix              its directory, or the same
                                                                  arguments
+  a Hugging Face BERT directory         model.safetensors (or    config.json, vocab.txt (or
+    (config.json, safetensors)            its shards)              tokenizer.json) there; casing
+                                                                 from tokenizer_config.json
 
 The load is strict (`bert_tf.modeling.checkpoint.load_checkpoint`): every variable of
 the backbone (and of the pre-training heads) must be in the checkpoint with its
@@ -33,8 +36,10 @@ from absl import logging
 
 from bert_tf import releases
 from bert_tf import tokenization
+from bert_tf.tokenization import huggingface as hf_tokenizer
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint as checkpoint_lib
+from bert_tf.modeling import huggingface
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
 from bert_tf.tasks.classifier import BertClassifier
@@ -114,7 +119,9 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
     Args:
       path: a Google release directory (`bert_config.json`, `vocab.txt`,
         `bert_model.ckpt.*`), a training run's `output_dir` (its latest
-        `model.ckpt-N`), a checkpoint prefix, or the name of a release
+        `model.ckpt-N`), a checkpoint prefix, a Hugging Face BERT directory
+        (`config.json`, `model.safetensors` or its shards, `vocab.txt`,
+        `tokenizer_config.json`; `docs/huggingface.md`), or the name of a release
         (`bert_tf.releases.RELEASES`) where no path of that name exists: it is
         downloaded and verified once, then read from the cache
         (`$BERT_TF_CACHE`, default `~/.cache/bert_tf`; `BERT_TF_OFFLINE=1`
@@ -174,18 +181,25 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
                                    or num_labels < 1):
         raise UserError("num_labels=%r: must be a positive integer" % (num_labels,))
     checkpoint_path = checkpoint_lib.resolve_checkpoint(releases.resolve(path), flag=None)
-    directory = os.path.dirname(checkpoint_path)
+    hf_directory = huggingface.is_hf_directory(checkpoint_path)
+    directory = checkpoint_path if hf_directory else os.path.dirname(checkpoint_path)
 
     if bert_config_file is None:
-        bert_config_file = _file_beside(directory, CONFIG_NAME, "bert_config_file",
-                                        checkpoint_path)
+        bert_config_file = _file_beside(
+            directory, huggingface.CONFIG_NAME if hf_directory else CONFIG_NAME,
+            "bert_config_file", checkpoint_path)
     config = BertConfig.from_json_file(os.fspath(bert_config_file))
     if vocab_file is None:
-        vocab_file = _file_beside(directory, VOCAB_NAME, "vocab_file", checkpoint_path)
+        vocab_file = directory if hf_directory else _file_beside(
+            directory, VOCAB_NAME, "vocab_file", checkpoint_path)
     vocab_file = os.fspath(vocab_file)
     tokenization.check_vocab(vocab_file, config, bert_config_file=bert_config_file)
 
-    if do_lower_case is None:
+    if do_lower_case is None and hf_directory:
+        do_lower_case, _ = hf_tokenizer.do_lower_case_of(directory)
+        logging.info("do_lower_case=%s (from %s's tokenizer_config.json)", do_lower_case,
+                     directory)
+    elif do_lower_case is None:
         do_lower_case = infer_do_lower_case(checkpoint_path)
         logging.info("do_lower_case=%s (from the checkpoint path %s)", do_lower_case,
                      checkpoint_path)
@@ -201,6 +215,7 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         model = HEADS[head](config)
     report = checkpoint_lib.load_checkpoint(model, checkpoint_path, strict=strict, flag=None,
                                             allow_missing_heads=head in TASK_HEADS)
+    model.vocab_file, model.do_lower_case = vocab_file, bool(do_lower_case)  # save_pretrained's
     fresh = [n for n in report.uninitialized if checkpoint_lib.is_head_variable(n)]
     if head in TASK_HEADS and fresh:
         logging.info("The %s head is not in %s: it starts from its initializer (%s), "

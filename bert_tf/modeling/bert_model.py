@@ -328,6 +328,22 @@ class BertModel(keras.Model):
             outputs["attentions"] = attentions
         return outputs
 
+    def save_pretrained(self, directory, format="google", vocab_file=None,  # pylint: disable=redefined-builtin
+                        do_lower_case=None, overwrite=False):
+        """Writes the model as a directory `bert_tf.from_pretrained` reads back.
+
+        `format="google"` (the default): `bert_config.json`, `vocab.txt`,
+        `bert_model.ckpt.*`, as Google's releases (the original code restores
+        it). `format="huggingface"`: `config.json`, `model.safetensors`,
+        `vocab.txt`, `tokenizer_config.json`, `special_tokens_map.json`, a
+        Hugging Face `BertModel`. The vocab is the one `from_pretrained`
+        loaded, or `vocab_file=`. See `bert_tf.modeling.checkpoint.save_pretrained`.
+        """
+        from bert_tf.modeling import checkpoint  # pylint: disable=g-import-not-at-top
+        return checkpoint.save_pretrained(self, directory, self.config, format=format,
+                                          vocab_file=vocab_file, do_lower_case=do_lower_case,
+                                          overwrite=overwrite)
+
     def get_config(self):
         config = super().get_config()
         config["config"] = self.config.to_dict()

@@ -20,6 +20,13 @@ file, a missing index or data shard) is a one-line `UnreadableCheckpointError`
 assigned, so a failed load leaves the model as it was. A checkpoint that reads
 but does not fit the model is a plain `UserError`: a resuming run skips the
 first kind for an older checkpoint, never the second.
+
+A Hugging Face BERT directory (`config.json`, `model.safetensors` or its
+shards) is a checkpoint too: every function here that takes a checkpoint path
+takes one, read through `bert_tf.modeling.huggingface.SafetensorsReader` under
+the Google names, with the same strict checks. Its architecture's absent parts
+(`BertForMaskedLM` saves no pooler) start from their initializer, with a
+warning naming them.
 """
 
 import collections
@@ -32,6 +39,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf.errors import UserError
+from bert_tf.modeling import huggingface
 
 # Root scopes of the original graphs. A variable path is cut to start at one of them.
 _ROOTS = ("bert", "cls")
@@ -166,6 +174,15 @@ def resolve_checkpoint(path, flag="init_checkpoint"):
     """
     if not path:
         raise UserError("--%s is empty" % flag if flag else "the checkpoint path is empty")
+    path = os.fspath(path)
+    if path.endswith(".safetensors") and os.path.isfile(path):
+        path = os.path.dirname(path) or "."  # a Hugging Face directory's weights file
+    if huggingface.is_hf_directory(path):
+        try:
+            huggingface.weights_files(path)
+        except UserError as e:
+            raise UserError("%s: %s" % (_where(flag, path), e)) if flag else e
+        return path
     if tf.io.gfile.isdir(path):
         named = _state_file_newest(path)
         if named and tf.io.gfile.exists(named + ".index"):
@@ -213,6 +230,13 @@ def open_checkpoint(checkpoint_path, flag="init_checkpoint"):
       UnreadableCheckpointError: the index is unreadable (corrupt, truncated,
         not a checkpoint), naming `flag` and the path.
     """
+    if huggingface.is_hf_directory(checkpoint_path):
+        try:
+            reader = huggingface.SafetensorsReader(checkpoint_path)
+        except huggingface.UnreadableWeightsError as e:
+            raise UnreadableCheckpointError(_where(flag, checkpoint_path), checkpoint_path,
+                                            e.reason)
+        return reader, reader.get_variable_to_shape_map()
     try:
         reader = tf.train.load_checkpoint(checkpoint_path)
         shapes = reader.get_variable_to_shape_map()
@@ -251,6 +275,8 @@ def check_checkpoint_files(checkpoint_path, flag="init_checkpoint"):
     """
     resolve_checkpoint(checkpoint_path, flag)
     open_checkpoint(checkpoint_path, flag)
+    if huggingface.is_hf_directory(checkpoint_path):
+        return  # every shard is checked by open_checkpoint
     missing = _missing_data_files(checkpoint_path)
     if missing:
         raise UnreadableCheckpointError(
@@ -273,6 +299,9 @@ def read_tensors(reader, names, checkpoint_path, flag="init_checkpoint"):
     for name in names:
         try:
             values[name] = np.asarray(reader.get_tensor(name))
+        except huggingface.UnreadableWeightsError as e:
+            raise UnreadableCheckpointError(_where(flag, checkpoint_path), checkpoint_path,
+                                            "%s (nothing was loaded)" % e.reason)
         except _READ_ERRORS as e:
             missing = _missing_data_files(checkpoint_path)
             if missing:
@@ -404,6 +433,8 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
         got = tuple(ckpt_shapes[name])
         if want != got:
             raise _wrong_shape(flag, checkpoint_path, name, got, want)
+    absent_by_design = _absent_by_design(reader, missing, checkpoint_path)
+    missing = [n for n in missing if n not in absent_by_design]
     absent_heads = []
     heads = [n for n in model_vars if is_head_variable(n)]
     if strict and allow_missing_heads and heads and all(n in missing for n in heads):
@@ -412,7 +443,7 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
         missing = [n for n in missing if n not in absent_heads]
     if missing and strict:
         raise _missing(flag, checkpoint_path, missing, model_vars[missing[0]].shape)
-    missing = missing + absent_heads
+    missing = missing + absent_heads + absent_by_design
 
     unused_heads, skipped_optimizer, unexpected = [], [], []
     for name in sorted(ckpt_shapes):
@@ -489,6 +520,17 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
         logging.info("Model variables not in the checkpoint (kept their initial values): %s",
                      ", ".join(missing))
     return report
+
+
+def _absent_by_design(reader, missing, checkpoint_path, log=True):
+    """The names of `missing` that the reader's architecture does not save (HF's MaskedLM pooler)."""
+    scopes = getattr(reader, "absent_by_design", ())
+    absent = [n for n in missing if n.startswith(tuple(scopes))] if scopes else []
+    if absent and log:
+        logging.warning("%s (%s) has no %s: %s start(s) from the initializer", checkpoint_path,
+                        reader.architecture, " or ".join(s.rstrip("/") for s in scopes),
+                        _summarize(absent))
+    return absent
 
 
 def _summarize(names, limit=4):
@@ -689,8 +731,11 @@ def check_checkpoint_fits(config, checkpoint_path, flag="init_checkpoint", head=
         with both shapes; an unreadable or absent checkpoint.
     """
     checkpoint_path = resolve_checkpoint(checkpoint_path, flag)
-    _, ckpt_shapes = open_checkpoint(checkpoint_path, flag)
+    reader, ckpt_shapes = open_checkpoint(checkpoint_path, flag)
     expected = expected_tf1_variables(config, head=head, num_labels=num_labels)
+    absent = _absent_by_design(reader, [n for n in expected if n not in ckpt_shapes],
+                               checkpoint_path, log=False)
+    ckpt_shapes = dict(ckpt_shapes, **{n: expected[n] for n in absent})
     for name, want in expected.items():
         if name in ckpt_shapes and tuple(ckpt_shapes[name]) != tuple(want):
             raise _wrong_shape(flag, checkpoint_path, name, ckpt_shapes[name], want)
@@ -710,3 +755,87 @@ def check_checkpoint_fits(config, checkpoint_path, flag="init_checkpoint", head=
         raise _unexpected(flag, checkpoint_path, unexpected, ckpt_shapes[unexpected[0]],
                           _CONFIG_HINT)
     return checkpoint_path
+
+
+# The formats `save_pretrained` writes.
+SAVE_FORMATS = ("google", "huggingface")
+
+
+def save_pretrained(target, directory, config, format="google", vocab_file=None,  # pylint: disable=redefined-builtin
+                    do_lower_case=None, overwrite=False):
+    """Writes a model as a directory that `from_pretrained` (and the original or HF) reads back.
+
+    Args:
+      target: a `BertModel` or a task model (its variables, heads included).
+      directory: the directory to write; it must not exist or be empty unless
+        `overwrite`. Everything is written under `<directory>.tmp-<pid>` and
+        renamed: nothing half-written is left under the name on a failure.
+      config: the model's `BertConfig`.
+      format: "google" (the default): `bert_config.json`, `vocab.txt` and
+        `bert_model.ckpt.{index,data-00000-of-00001}`, as Google's releases
+        (the original code restores it; casing is in no file of that format);
+        "huggingface": `config.json`, `model.safetensors` (torch layout, the
+        `"format": "pt"` metadata), `vocab.txt`, `tokenizer_config.json`,
+        `special_tokens_map.json` (`BertModel`, `BertForPreTraining`,
+        `BertForSequenceClassification` or `BertForQuestionAnswering`, by
+        the model's head).
+      vocab_file: the vocabulary to write (a vocab.txt, or a Hugging Face
+        directory); None: the one the model was loaded with by
+        `from_pretrained`.
+      do_lower_case: the casing for tokenizer_config.json; None: the one
+        `from_pretrained` used, else True.
+      overwrite: replace a non-empty `directory`.
+
+    Returns:
+      `directory`.
+
+    Raises:
+      UserError: one line: an unknown format, no vocab, a vocab that does
+        not fit the config, a non-empty directory, an activation Hugging Face
+        has no name for, a full disk.
+    """
+    from bert_tf.tokenization import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
+    if format not in SAVE_FORMATS:
+        raise UserError("format=%r: one of %s" % (format, ", ".join(SAVE_FORMATS)))
+    vocab_file = vocab_file or getattr(target, "vocab_file", None)
+    if not vocab_file:
+        raise UserError("save_pretrained(%s): pass vocab_file= (the model's vocab.txt): this "
+                        "model was not loaded by from_pretrained" % directory)
+    if do_lower_case is None:
+        do_lower_case = getattr(target, "do_lower_case", True)
+    vocab_lib.check_vocab(vocab_file, config)
+    tokens = list(vocab_lib.load_vocab(vocab_file))
+    model_vars = _collect_variables(target)
+    values = collections.OrderedDict(
+        (name, np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable))
+        for name, variable in model_vars.items())
+    return write_pretrained_directory(directory, values, config, tokens, do_lower_case,
+                                      format=format, overwrite=overwrite)
+
+
+def write_pretrained_directory(directory, values, config, tokens, do_lower_case,
+                               format="google", overwrite=False):  # pylint: disable=redefined-builtin
+    """Writes {TF1 name: np.ndarray} with its config and vocab as a directory (see `save_pretrained`).
+
+    Args:
+      values: {TF1 name: np.ndarray}: the backbone and at most one head.
+      config: `BertConfig`.
+      tokens: the vocab, in id order.
+      do_lower_case: the casing (written by the "huggingface" format only).
+      format, overwrite: as `save_pretrained`.
+    """
+    if format not in SAVE_FORMATS:
+        raise UserError("format=%r: one of %s" % (format, ", ".join(SAVE_FORMATS)))
+    if format == "huggingface":
+        return huggingface.write_directory(directory, values, config.to_dict(), tokens,
+                                           do_lower_case, overwrite=overwrite)
+
+    def write(staging):
+        config.to_json_file(os.path.join(staging, "bert_config.json"))
+        fileio.write_text(os.path.join(staging, "vocab.txt"),
+                          "".join(token + "\n" for token in tokens))
+        write_checkpoint(os.path.join(staging, RELEASE_CHECKPOINT), values, update_state=False)
+
+    huggingface.write_new_directory(directory, write, overwrite)
+    logging.info("Wrote %s (Google's format, %d variables)", directory, len(values))
+    return directory

@@ -2,11 +2,13 @@
 
 import copy
 import json
+import os
 
 from absl import logging
 
 from bert_tf import fileio
 from bert_tf.errors import UserError
+from bert_tf.modeling import huggingface
 
 # The 11 keys of a released `bert_config.json`, with the original constructor's
 # defaults (note `type_vocab_size` defaults to 16, while every release says 2).
@@ -112,7 +114,16 @@ class BertConfig(object):
 
     @classmethod
     def from_json_file(cls, json_file):
-        """Constructs a `BertConfig` from a json file of parameters."""
+        """Constructs a `BertConfig` from a json file of parameters.
+
+        Also a Hugging Face BERT's `config.json` (it has `model_type`), or
+        the directory that holds it: its keys are the same, and its
+        `hidden_act` is mapped (`bert_tf.modeling.huggingface.bert_config_dict`:
+        Hugging Face's "gelu" is the exact erf form, bert_tf's "gelu_exact").
+        """
+        json_file = os.fspath(json_file)
+        if huggingface.is_hf_directory(json_file):
+            json_file = os.path.join(json_file, huggingface.CONFIG_NAME)
         if not fileio.exists(json_file) or fileio.isdir(json_file):
             raise UserError("bert_config_file %s: no such file" % json_file)
         with fileio.open_file(json_file, "r") as reader:
@@ -121,6 +132,8 @@ class BertConfig(object):
             data = json.loads(text)
         except ValueError as e:
             raise UserError("bert_config_file %s: not valid JSON (%s)" % (json_file, e))
+        if huggingface.is_hf_config(data):
+            data = huggingface.bert_config_dict(data, source=json_file)
         return cls.from_dict(data, source=json_file)
 
     @property

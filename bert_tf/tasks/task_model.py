@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.errors import UserError
+from bert_tf.modeling import checkpoint
 from bert_tf.tasks import keras_data
 from bert_tf.tasks.base import passed_through
 from bert_tf.tasks.base import safe_div
@@ -121,6 +122,22 @@ class TaskModel(object):
     def make_task(self):
         """The `bert_tf.tasks.base.Task` whose loss, metrics and predictions this model has."""
         raise NotImplementedError
+
+    def save_pretrained(self, directory, format="google", vocab_file=None,  # pylint: disable=redefined-builtin
+                        do_lower_case=None, overwrite=False):
+        """Writes the model, its head included, as a directory `from_pretrained` reads back.
+
+        `format="google"` (the default): `bert_config.json`, `vocab.txt`,
+        `bert_model.ckpt.*` (the original's names: `cls/*`, `output_weights`).
+        `format="huggingface"`: Hugging Face's `BertForPreTraining`
+        (`BertPretrainer`), `BertForSequenceClassification` (`BertClassifier`,
+        `num_labels` and `id2label` in config.json) or
+        `BertForQuestionAnswering` (`BertSquad`). See
+        `bert_tf.modeling.checkpoint.save_pretrained`.
+        """
+        return checkpoint.save_pretrained(self, directory, self.bert.config, format=format,
+                                          vocab_file=vocab_file, do_lower_case=do_lower_case,
+                                          overwrite=overwrite)
 
     def build(self, input_shape=None):
         # Every weight is made by the constructors (a checkpoint loads before any call).

@@ -62,10 +62,12 @@ tests/test_tokenization.py against any graph version. tf-text's own
 """
 
 import functools
+import os
 import re
 import unicodedata
 
 from bert_tf.errors import UserError
+from bert_tf.tokenization import huggingface
 # The vocab helpers and the pair features have their own modules; their names
 # stay importable from here, as from the original's tokenization module.
 from bert_tf.tokenization.pair_features import PairFeatures  # noqa: F401
@@ -247,6 +249,14 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
     """
     if not init_checkpoint:
         return
+    settings = huggingface.read_tokenizer_config(init_checkpoint) \
+        if os.path.isdir(os.fspath(init_checkpoint)) else {}
+    if "do_lower_case" in settings and bool(settings["do_lower_case"]) != bool(do_lower_case):
+        # New: a Hugging Face directory says its casing.
+        raise UserError("--do_lower_case=%s, but %s says do_lower_case=%s; pass "
+                        "--do_lower_case=%s" % (do_lower_case, os.path.join(
+                            init_checkpoint, huggingface.TOKENIZER_CONFIG),
+                            settings["do_lower_case"], bool(settings["do_lower_case"])))
     m = re.match("^.*?([A-Za-z0-9_-]+)/bert_model.ckpt", init_checkpoint)
     if m is None:
         return

@@ -13,9 +13,50 @@ Pure Python: no TensorFlow import unless the vocab path is a remote URL
 """
 
 import collections
+import json
 import os
 
 from bert_tf.errors import UserError
+
+# A Hugging Face directory's vocab: vocab.txt, else tokenizer.json's WordPiece vocab.
+_VOCAB_NAME = "vocab.txt"
+_TOKENIZER_JSON = "tokenizer.json"
+
+
+def vocab_path(path):
+    """The file a vocab path names: a directory gives its vocab.txt, else its tokenizer.json.
+
+    A file (vocab.txt, tokenizer.json, or a remote path) is returned as is.
+    """
+    path = os.fspath(path)
+    if "://" in path or not os.path.isdir(path):
+        return path
+    for name in (_VOCAB_NAME, _TOKENIZER_JSON):
+        candidate = os.path.join(path, name)
+        if os.path.isfile(candidate):
+            return candidate
+    raise UserError("vocab_file %s: a directory without %s or %s" % (path, _VOCAB_NAME,
+                                                                    _TOKENIZER_JSON))
+
+
+def is_tokenizer_json(path):
+    return os.path.basename(os.fspath(path)) == _TOKENIZER_JSON
+
+
+def tokenizer_json_vocab(text, path):
+    """The tokens of a tokenizer.json's WordPiece model, in id order."""
+    try:
+        model = json.loads(text)["model"]
+        vocab = model["vocab"]
+    except (ValueError, KeyError, TypeError):
+        raise UserError("vocab_file %s: not a tokenizer.json with a model vocab" % path)
+    if model.get("type") not in (None, "WordPiece") or not isinstance(vocab, dict):
+        raise UserError("vocab_file %s: the tokenizer's model is %s, not WordPiece"
+                        % (path, model.get("type")))
+    by_id = sorted((i, token) for token, i in vocab.items())
+    if [i for i, _ in by_id] != list(range(len(by_id))):
+        raise UserError("vocab_file %s: the WordPiece ids are not 0..%d" % (path, len(by_id) - 1))
+    return [token for _, token in by_id]
 
 
 def _read_vocab_text(vocab_file):
@@ -63,9 +104,13 @@ def load_vocab(vocab_file):
     one's. The two agree on every vocab without duplicate lines (all released
     ones).
 
+    A Hugging Face BERT directory gives its `vocab.txt`, or, when that is
+    all it has, its `tokenizer.json`'s WordPiece vocab (in id order).
+
     Args:
       vocab_file: path of the vocab file (a local path, or a URL such as
-        gs://... that `tf.io.gfile` can read).
+        gs://... that `tf.io.gfile` can read), a Hugging Face directory or
+        its tokenizer.json.
 
     Returns:
       collections.OrderedDict mapping token (str) -> id (int).
@@ -73,6 +118,10 @@ def load_vocab(vocab_file):
     Raises:
       UserError: if the file is missing, unreadable or not utf-8.
     """
+    vocab_file = vocab_path(vocab_file)
+    if is_tokenizer_json(vocab_file):
+        tokens = tokenizer_json_vocab(_read_vocab_text(vocab_file), vocab_file)
+        return collections.OrderedDict((token, i) for i, token in enumerate(tokens))
     lines = _read_vocab_text(vocab_file).split("\n")
     if lines[-1] == "":
         # Text after the last "\n" is a line only if it is not empty.

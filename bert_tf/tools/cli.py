@@ -214,6 +214,8 @@ class Tool(object):
         Raises:
           UserError: a mistake in the flags or the inputs (one line).
         """
+        if self.argv_rewrite is not None:
+            argv = self.argv_rewrite(list(argv))
         return self._call(*self.parse(argv))
 
     def _call(self, values, positional, present):
