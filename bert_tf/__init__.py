@@ -32,6 +32,7 @@ _LAZY = {
     "Pretrained": ("bert_tf.pretrained", "Pretrained"),
     "models": ("bert_tf.models", None),
     "BertPretrainer": ("bert_tf.models", "BertPretrainer"),
+    "BertFillMask": ("bert_tf.models", "BertFillMask"),
     "BertClassifier": ("bert_tf.models", "BertClassifier"),
     "BertSquad": ("bert_tf.models", "BertSquad"),
     "BertPreprocessor": ("bert_tf.models", "BertPreprocessor"),

@@ -2,6 +2,7 @@
 
   BertModel        the backbone (`bert/...`)                          bert_tf.modeling.bert_model
   BertPretrainer   + the masked-LM and next-sentence heads (`cls/...`) bert_tf.tasks.pretraining
+  BertFillMask     BertPretrainer + its tokenizer: fill_mask          bert_tf.tasks.pretraining
   BertClassifier   + the classifier head (`output_weights`/`_bias`)   bert_tf.tasks.classifier
   BertSquad        + the SQuAD span head (`cls/squad/...`)            bert_tf.tasks.squad
   BertPreprocessor raw text -> input_ids / input_mask / segment_ids   bert_tf.tokenization.preprocessor
@@ -28,9 +29,10 @@ Example:
 """
 
 from bert_tf.tasks.classifier import BertClassifier  # noqa: F401
+from bert_tf.tasks.pretraining import BertFillMask  # noqa: F401
 from bert_tf.modeling.bert_model import BertModel  # noqa: F401
 from bert_tf.tokenization.preprocessor import BertPreprocessor  # noqa: F401
 from bert_tf.tasks.pretraining import BertPretrainer  # noqa: F401
 from bert_tf.tasks.squad import BertSquad  # noqa: F401
 
-__all__ = ["BertClassifier", "BertModel", "BertPreprocessor", "BertPretrainer", "BertSquad"]
+__all__ = ["BertClassifier", "BertFillMask", "BertModel", "BertPreprocessor", "BertPretrainer", "BertSquad"]

@@ -43,6 +43,7 @@ from bert_tf.modeling import huggingface
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
 from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.tasks.pretraining import BertFillMask
 from bert_tf.tasks.pretraining import BertPretrainer
 from bert_tf.tasks.squad import BertSquad
 
@@ -52,6 +53,7 @@ VOCAB_NAME = "vocab.txt"
 HEADS = collections.OrderedDict([
     (None, BertModel),
     ("pretraining", BertPretrainer),
+    ("fill_mask", BertFillMask),
     ("classifier", BertClassifier),
     ("squad", BertSquad),
 ])
@@ -68,8 +70,8 @@ class Pretrained(collections.namedtuple("Pretrained", ["config", "model", "token
 
     Attributes:
       config: the `BertConfig` read from `bert_config.json`.
-      model: a `BertModel`, or with a head a `BertPretrainer`, `BertClassifier`
-        or `BertSquad`, with the checkpoint's weights.
+      model: a `BertModel`, or with a head a `BertPretrainer`, `BertFillMask`,
+        `BertClassifier` or `BertSquad`, with the checkpoint's weights.
       tokenizer: the `FullTokenizer` of the vocab, with the model's casing.
     """
 
@@ -131,6 +133,8 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
           `pooled_output`, ...); the checkpoint's heads are left out;
         "pretraining": `BertPretrainer`, the backbone with the masked-LM and
           next-sentence heads (`cls/*`, in every release);
+        "fill_mask": `BertFillMask`, the same model and heads with the
+          tokenizer: `fill_mask(text)` and `next_sentence_probability(a, b)`;
         "classifier": `BertClassifier` (the original `run_classifier` head);
         "squad": `BertSquad` (the original `run_squad` head).
         A task head that the checkpoint lacks starts from its initializer.
@@ -211,6 +215,9 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         if num_labels is None:
             num_labels = _classifier_num_labels(checkpoint_path)
         model = BertClassifier(config, num_labels)
+    elif head == "fill_mask":
+        model = BertFillMask(config, vocab_file=vocab_file, do_lower_case=bool(do_lower_case))
+        model.tokenizer = tokenizer
     else:
         model = HEADS[head](config)
     report = checkpoint_lib.load_checkpoint(model, checkpoint_path, strict=strict, flag=None,
