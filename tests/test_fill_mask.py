@@ -1,4 +1,4 @@
-"""Fill-mask and next-sentence prediction from the pre-training heads: `BertFillMask`, bert-fill-mask.
+"""Fill-mask and next-sentence prediction from the pre-training heads: BertFillMask, bert-fill-mask.
 
 * The scores are the softmax of the masked-LM logits at each [MASK] (the
   model's own logits, computed here directly), best first, `top_k` of them;
@@ -379,3 +379,62 @@ def test_scores_are_the_originals_masked_lm_softmax(original_checkpoint, tmp_pat
                original_checkpoint["ckpt"], tmp_path / "nsp_out.npz", "heads")
     theirs = np.exp(np.load(tmp_path / "nsp_out.npz")["next_sentence_log_probs"])[:, 0]
     np.testing.assert_allclose(ours, theirs, atol=MODEL_ATOL, err_msg="next_sentence")
+
+
+# ---------------------------------------------------------------------------
+# The export
+# ---------------------------------------------------------------------------
+
+_BARE_FILL_MASK = r'''
+import json
+out = tf.saved_model.load(sys.argv[1]).signatures["serving_default"](
+    text=tf.constant(json.load(open(sys.argv[2], encoding="utf-8"))))
+result = {k: v.numpy().tolist() for k, v in out.items()}
+result["token_strings"] = [[[s.decode("utf-8") for s in k] for k in m]
+                           for m in result["token_strings"]]
+result["modules"] = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+json.dump(result, open(sys.argv[3], "w"))
+'''
+
+
+@pytest.mark.slow
+def test_the_export_answers_as_fill_mask_in_a_plain_tensorflow_process(release, model,
+                                                                       tmp_path):
+    from bert_tf.export.saved_model import export_saved_model
+    from tests import bare_tf
+    path = export_saved_model("fill_mask", os.path.join(release, "bert_config.json"),
+                              os.path.join(release, "vocab.txt"), True, release,
+                              str(tmp_path / "export"), max_seq_length=16, version=1, top_k=4)
+    texts = ["The cat [MASK] on the mat.", "[MASK] dog ran [MASK]!", "cats[MASK].",
+             "THE [MASK] sat", "no mask here", "[MASK] " + "cat " * 20 + "[MASK]"]
+    with open(tmp_path / "texts.json", "w", encoding="utf-8") as f:
+        json.dump(texts, f)
+    bare_tf.run_script(bare_tf.PRELUDE + _BARE_FILL_MASK,
+                       [path, tmp_path / "texts.json", tmp_path / "out.json"], tmp_path)
+    with open(tmp_path / "out.json", encoding="utf-8") as f:
+        got = json.load(f)
+    assert got.pop("modules") == []  # tensorflow only: no bert_tf, Keras or tensorflow_text
+    assert got["num_masks"] == [1, 2, 1, 1, 0, 1]  # the last text's second [MASK] is cut off
+    width = 2
+    assert np.array(got["token_ids"]).shape == (len(texts), width, 4)
+    model.max_seq_length = 16
+    try:
+        expected = model.fill_mask(texts[:4], top_k=4)
+        rows, _ = model.encode_masked(texts[:4])
+        # The text cut at 16 tokens: its first [MASK] as fill_mask answers it alone.
+        cut = model.fill_mask("[MASK] " + "cat " * 13, top_k=4)
+    finally:
+        model.max_seq_length = TINY_CONFIG["max_position_embeddings"]
+    expected = [a if isinstance(a[0], list) else [a] for a in expected] + [[], [cut]]
+    positions = [r["masked_lm_positions"] for r in rows] + [[], [1]]
+    for b, (masks, want_positions) in enumerate(zip(expected, positions)):
+        assert got["mask_positions"][b] == want_positions + [-1] * (width - len(want_positions))
+        for m in range(width):
+            if m >= len(masks):
+                assert got["token_ids"][b][m] == [-1] * 4 and got["scores"][b][m] == [0.0] * 4
+                assert got["token_strings"][b][m] == [""] * 4
+                continue
+            assert got["token_ids"][b][m] == [a["token"] for a in masks[m]], (b, m)
+            assert got["token_strings"][b][m] == [a["token_str"] for a in masks[m]]
+            np.testing.assert_allclose(got["scores"][b][m], [a["score"] for a in masks[m]],
+                                       atol=1e-6, err_msg="text %d, [MASK] %d" % (b, m))

@@ -19,6 +19,12 @@ signatures:
                      run_classifier's record schema) -> the same
     (regression, sts-b: `score` float32 [batch] instead of probabilities/label)
 
+  fill_mask (task_name "fill_mask"; `bert_tf.export.fill_mask`, any release):
+    serving_default  text: string [batch] with "[MASK]"s -> token_ids int32, token_strings
+                     string, scores float32 [batch, masks, top_k] (the best tokens per
+                     [MASK], best first, as `BertFillMask.fill_mask`), mask_positions
+                     int32 [batch, masks], num_masks int32 [batch]
+
   encoder (task_name "encoder"):
     serving_default  text_a, text_b -> pooled_output [batch, H],
                      sequence_output [batch, S, H], encoder_outputs [batch, L, S, H]
@@ -38,7 +44,8 @@ and (classifier) `labels` as variables, and `vocab_file` as the asset.
                             "mrpc_output/", "/models/mrpc", max_seq_length=128)
   # /models/mrpc/<timestamp>/saved_model.pb, variables/, assets/vocab.txt
 
-`squad` dispatches to `bert_tf.export.squad.SquadServingModule`, and
+`squad` dispatches to `bert_tf.export.squad.SquadServingModule`, `fill_mask` to
+`bert_tf.export.fill_mask.FillMaskServingModule`, and
 `format="tfhub"` to `bert_tf.export.hub.export_tfhub`.
 """
 
@@ -58,6 +65,7 @@ from bert_tf import tokenization
 from bert_tf.data import classifier_data
 from bert_tf.errors import UserError
 from bert_tf.export import hub
+from bert_tf.export.fill_mask import FillMaskServingModule
 from bert_tf.export.squad import SquadServingModule
 from bert_tf.item_progress import PhaseLog
 from bert_tf.modeling import checkpoint as checkpoint_lib
@@ -65,11 +73,13 @@ from bert_tf.modeling import precision
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
 from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.tasks.pretraining import BertPretrainer
 from bert_tf.tasks.squad import BertSquad
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 
 CLASSIFIER = "classifier"
 ENCODER = "encoder"
+FILL_MASK = "fill_mask"
 SQUAD = "squad"
 FORMATS = ("saved_model", "tfhub")
 VOCAB_ASSET = "vocab.txt"
@@ -81,7 +91,7 @@ VOCAB_ASSET = "vocab.txt"
 
 
 def task_spec(task_name):
-    """(kind, labels, is_regression) of a task: kind is "classifier", ENCODER or SQUAD.
+    """(kind, labels, is_regression) of a task: kind is "classifier", ENCODER, SQUAD or FILL_MASK.
 
     Raises:
       UserError: an unknown task, listing the known ones.
@@ -91,9 +101,11 @@ def task_spec(task_name):
         return ENCODER, None, False
     if key == SQUAD:
         return SQUAD, None, False
+    if key == FILL_MASK:
+        return FILL_MASK, None, False
     if key not in classifier_data.PROCESSORS:
-        raise UserError("Task not found: %s (known: %s, %s, %s)" % (
-            key, ", ".join(classifier_data.PROCESSORS), SQUAD, ENCODER))
+        raise UserError("Task not found: %s (known: %s, %s, %s, %s)" % (
+            key, ", ".join(classifier_data.PROCESSORS), SQUAD, ENCODER, FILL_MASK))
     processor = classifier_data.get_processor(key)
     labels = [str(label) for label in processor.get_labels()]
     return CLASSIFIER, labels, processor.is_regression
@@ -109,7 +121,7 @@ def check_checkpoint(checkpoint_prefix, config, kind, num_labels=None,
     """
     # Unreadable or corrupt files are one-line errors of the checkpoint module.
     shapes = checkpoint_lib.list_checkpoint_variables(checkpoint_prefix)
-    head = None if kind == ENCODER else kind
+    head = {ENCODER: None, FILL_MASK: "pretraining"}.get(kind, kind)
     expected = checkpoint_lib.expected_tf1_variables(config, head=head, num_labels=num_labels)
     for name, shape in expected.items():
         if name not in shapes:
@@ -147,6 +159,8 @@ def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision
             model = BertClassifier(config, num_labels)
         elif kind == SQUAD:
             model = BertSquad(config)
+        elif kind == FILL_MASK:
+            model = BertPretrainer(config)
         else:
             model = BertModel(config)
     checkpoint_lib.load_checkpoint(model, checkpoint_prefix, strict=True)
@@ -418,7 +432,7 @@ def save_module(module, signatures, output_dir, vocab_file):
 def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, init_checkpoint,
                        export_dir, max_seq_length=128, version=None, format="saved_model",  # pylint: disable=redefined-builtin
                        doc_stride=128, max_query_length=64, n_best_size=20,
-                       max_answer_length=30, mixed_precision=None):
+                       max_answer_length=30, mixed_precision=None, top_k=5):
     """Exports a checkpoint as `export_dir/<version>/` (see the module docstring).
 
     Every input is checked before anything is written: the export directory,
@@ -427,7 +441,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     version directory.
 
     Args:
-      task_name: a task of `classifier_data.PROCESSORS`, "squad" or "encoder".
+      task_name: a task of `classifier_data.PROCESSORS`, "squad", "encoder" or
+        "fill_mask" (the pre-training heads' masked LM: any release).
       bert_config_file: the path of a bert_config.json (or a release's name),
         or a `BertConfig`.
       vocab_file, do_lower_case: the tokenizer's (as `FullTokenizer`).
@@ -442,6 +457,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
       mixed_precision: None (float32), "bf16" or "fp16": the exported model
         computes in bfloat16 / float16 (float32 variables; the signatures
         and their float32 outputs are the same). Every format and task.
+      top_k: fill_mask's answers per [MASK].
 
     Returns:
       str, the version directory written.
@@ -469,6 +485,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         raise UserError("--format=tfhub exports the encoder: use --task_name=%s, not %s"
                         % (ENCODER, task_name))
     config.check_max_seq_length(max_seq_length, bert_config_file)
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise UserError("--top_k=%r: must be a positive integer" % (top_k,))
     if max_seq_length < 3:
         raise UserError("--max_seq_length=%d is too short for [CLS] a [SEP] b [SEP]"
                         % max_seq_length)
@@ -502,6 +520,11 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
             signatures = module.signatures()
         elif kind == ENCODER:
             module = EncoderServingModule(model, tokenizer, max_seq_length, vocab_file)
+            signatures = module.signatures()
+        elif kind == FILL_MASK:
+            module = FillMaskServingModule(model, tokenizer,
+                                           list(tokenization.load_vocab(vocab_file)),
+                                           max_seq_length, top_k)
             signatures = module.signatures()
         else:
             module = SquadServingModule(

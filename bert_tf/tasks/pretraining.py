@@ -1,4 +1,4 @@
-"""BERT pre-training: the model, its losses and its task (original: `run_pretraining.py`).
+"""BERT pre-training: model, losses, task; the heads at inference (original: `run_pretraining.py`).
 
 `BertPretrainer` is `bert` (the backbone) plus `cls` (the masked-LM and
 next-sentence heads), so its variables carry exactly the names of the original
@@ -285,7 +285,7 @@ class BertFillMask(BertPretrainer):
         return rows, single
 
     def masked_lm_probabilities(self, rows):
-        """Softmax of the masked-LM logits at each row's [MASK]s: a list of float32 [masks, vocab]."""
+        """Softmax of the masked-LM logits at each row's [MASK]s: float32 [masks, vocab] each."""
         probabilities = []
         for start in range(0, len(rows), self.batch_size):
             batch = rows[start:start + self.batch_size]
@@ -308,7 +308,7 @@ class BertFillMask(BertPretrainer):
         return probabilities
 
     def fill_mask(self, text, top_k=5):
-        """The `top_k` best tokens for each [MASK], as Hugging Face's fill-mask pipeline returns them.
+        """The `top_k` best tokens for each [MASK], as Hugging Face's fill-mask pipeline gives them.
 
         Each [MASK] gets a list of `top_k` dicts, best first:
         `score` (float: the softmax of the masked-LM logits at that position,

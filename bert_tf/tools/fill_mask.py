@@ -43,7 +43,7 @@ FLAGS = (
                      "The maximum total input sequence length after WordPiece tokenization. "
                      "A longer text is an error (it is not truncated, which could drop a "
                      "[MASK])."),
-    groups.integer("top_k", 5, "The best tokens to write per [MASK].", lower_bound=1),
+    groups.TOP_K,
     groups.integer("batch_size", 32, "Batch size for predictions.", lower_bound=1),
 )
 

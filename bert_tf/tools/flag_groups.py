@@ -113,6 +113,9 @@ MAX_SEQ_LENGTH = integer(
 OUTPUT_DIR = string("output_dir", None,
                     "The output directory where the model checkpoints will be written.")
 
+# fill-mask (bert-fill-mask, bert-export-saved-model --task_name=fill_mask).
+TOP_K = integer("top_k", 5, "The best tokens to give per [MASK].", lower_bound=1)
+
 # A pre-trained BERT: its config, vocabulary, checkpoint and casing.
 MODEL = (BERT_CONFIG_FILE, VOCAB_FILE, INIT_CHECKPOINT, DO_LOWER_CASE)
 
