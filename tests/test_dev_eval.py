@@ -245,8 +245,8 @@ def test_keras_evaluate_of_a_regression_reports_pearson_and_spearman_as_the_trai
     from bert_tf.tasks.classifier import ClassifierTask
     from bert_tf.training import distribute
     from bert_tf.training.trainer import Trainer
-    from tests.test_pretraining import tiny_config
-    config = tiny_config()
+    from tests.test_pretraining import one_layer_config
+    config = one_layer_config()
     features, labels = _regression_data(config)
     keras.utils.set_random_seed(1)
     trainer = Trainer(distribute.get_strategy("off"), ClassifierTask(config, 1, is_regression=True),
@@ -270,8 +270,8 @@ def test_keras_fit_keeps_the_best_checkpoint_and_stops_early(tmp_path):
     from bert_tf.tasks.classifier import BertClassifier
     from bert_tf.training.callbacks import BestCheckpointCallback
     from bert_tf.training.optimization import create_optimizer
-    from tests.test_pretraining import tiny_config
-    config = tiny_config()
+    from tests.test_pretraining import one_layer_config
+    config = one_layer_config()
     features, scores = _regression_data(config, num_examples=16)
     labels = (scores > 2.5).astype(np.int32)
     keras.utils.set_random_seed(2)

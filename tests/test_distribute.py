@@ -275,11 +275,11 @@ def _mirrored_child(output_dir):
     from bert_tf import training
     from bert_tf.training import steps
     from tests.test_pretraining import BATCH_SIZE, MAX_PREDICTIONS, SEQ_LENGTH
-    from tests.test_pretraining import in_memory_dataset_fn, random_batches, tiny_config
+    from tests.test_pretraining import in_memory_dataset_fn, random_batches, one_layer_config
     from tests.test_pretraining import write_init_checkpoint
 
     assert len(tf.config.list_logical_devices("CPU")) == 2
-    init = write_init_checkpoint(tiny_config(), os.path.join(output_dir, "init", "ckpt"))
+    init = write_init_checkpoint(one_layer_config(), os.path.join(output_dir, "init", "ckpt"))
     batches = random_batches(3, seed=11)
     results = {}
     mirrored = distribute.get_strategy("mirrored")
@@ -292,7 +292,7 @@ def _mirrored_child(output_dir):
             ("mirrored_acc2", mirrored, 2, False),
             ("mirrored_xla", mirrored, 1, True)):
         trainer = training.Trainer(
-            strategy, PretrainingTask(tiny_config(), SEQ_LENGTH, MAX_PREDICTIONS),
+            strategy, PretrainingTask(one_layer_config(), SEQ_LENGTH, MAX_PREDICTIONS),
             os.path.join(output_dir, name), use_xla=use_xla)
         history = trainer.train(in_memory_dataset_fn(batches), BATCH_SIZE, 3, 1e-3, 1,
                                 init_checkpoint=init, iterations_per_loop=3,

@@ -50,7 +50,7 @@ from bert_tf.tasks.classifier import ClassifierTask
 from bert_tf.training import distribute
 from bert_tf.training import trainer as trainer_lib
 from tests.test_pretraining import MAX_PREDICTIONS, SEQ_LENGTH
-from tests.test_pretraining import random_batches, tiny_config, write_records
+from tests.test_pretraining import random_batches, one_layer_config, write_records
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUM_STEPS = 8
@@ -118,7 +118,7 @@ def _train(kind, data, output_dir, seed, strategy=None, stop_step=None, after_sa
     Returns True if it ran to the end, False if it was stopped (`stop_step`).
     """
     strategy = strategy or distribute.get_strategy("off")
-    config = tiny_config(dropout=0.1)
+    config = one_layer_config(dropout=0.1)
     if kind == "pretraining":
         task = PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS)
 
@@ -186,7 +186,8 @@ def _resume_trial(kind, root, rng, strategy=None, kills=(0, 1), **options):
         os.makedirs(root, exist_ok=True)
         data = _write_classifier_data(os.path.join(root, "train.tf_record"))
     assert _train(kind, data, os.path.join(root, "uninterrupted"), 7, strategy, **options)
-    kill_points = [_kill_points(rng)[k] for k in kills]
+    points = _kill_points(rng)
+    kill_points = [points[k] for k in kills]
     resumed = _stopped_and_resumed(kind, data, os.path.join(root, "resumed"), kill_points,
                                    strategy, **options)
     differences = _differences(resumed, _final(os.path.join(root, "uninterrupted")))
@@ -207,7 +208,7 @@ def test_one_seed_gives_one_checkpoint_and_another_seed_another(tmp_path):
         assert int(a["global_step"]) == step
         assert _differences(a, checkpoint.read_checkpoint(str(tmp_path / "b" / name))) == []
     # The initial weights (head included) follow from the seed.
-    config = tiny_config(dropout=0.1)
+    config = one_layer_config(dropout=0.1)
     strategy = distribute.get_strategy("off")
 
     def initial(seed):

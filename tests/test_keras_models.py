@@ -66,7 +66,7 @@ from tests.test_pretraining import MAX_PREDICTIONS
 from tests.test_pretraining import SEQ_LENGTH
 from tests.test_pretraining import in_memory_dataset_fn
 from tests.test_pretraining import random_batches
-from tests.test_pretraining import tiny_config
+from tests.test_pretraining import one_layer_config
 from tests.test_pretraining import write_config
 from tests.test_pretraining import write_records
 from tests.tolerances import MODEL_ATOL
@@ -199,7 +199,7 @@ def assert_same_state(ours, theirs, atol, prefix=""):
                                   pytest.param("regression", marks=pytest.mark.slow),
                                   pytest.param("squad", marks=pytest.mark.slow)])
 def test_fit_makes_the_trainers_steps(tmp_path, kind):
-    config = tiny_config()
+    config = one_layer_config()
     init = init_checkpoint(kind, config, tmp_path / "init" / "bert_model.ckpt")
     num_steps = 2
     batches = train_batches(kind, num_steps)
@@ -227,7 +227,7 @@ def test_fit_makes_the_trainers_steps(tmp_path, kind):
 
 @pytest.mark.slow
 def test_pretrainer_evaluate_and_predict_are_the_trainers(tmp_path):
-    config = tiny_config()
+    config = one_layer_config()
     init = init_checkpoint("pretrainer", config, tmp_path / "init" / "bert_model.ckpt")
     batches = random_batches(3, seed=5)
     trainer = training.Trainer(distribute.get_strategy("off"), PretrainingTask(config),
@@ -256,7 +256,7 @@ def test_model_predict_is_the_trainers_predict(tmp_path, kind):
     """One prediction contract: Keras `predict` and `Trainer.predict` return the same outputs."""
     from tests.test_classifier import finite_input
     from tests.test_squad import random_examples as squad_examples
-    config = tiny_config()
+    config = one_layer_config()
     if kind == "squad":
         examples = squad_examples(10, seed=5)
     elif kind == "pretrainer":
@@ -283,7 +283,7 @@ def test_model_predict_is_the_trainers_predict(tmp_path, kind):
 
 def _mirrored_child(directory):
     """fit 2 steps + evaluate under MirroredStrategy on 2 logical CPUs; writes results.json."""
-    config = tiny_config()
+    config = one_layer_config()
     strategy = distribute.get_strategy("mirrored")
     assert strategy.num_replicas_in_sync == 2
     batches = random_batches(2, seed=7)
@@ -301,7 +301,7 @@ def _mirrored_child(directory):
 
 @pytest.mark.slow
 def test_fit_and_evaluate_on_2_replicas_are_the_one_device_results(tmp_path):
-    config = tiny_config()
+    config = one_layer_config()
     init = init_checkpoint("pretrainer", config, tmp_path / "init" / "bert_model.ckpt")
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
@@ -337,7 +337,7 @@ def test_fit_and_evaluate_on_2_replicas_are_the_one_device_results(tmp_path):
 @pytest.mark.original
 def test_classifier_fit_is_the_originals_training_and_the_original_restores_it(tmp_path):
     from tests.original import run_oracle
-    config = tiny_config()
+    config = one_layer_config()
     config_file = write_config(config, str(tmp_path / "bert_config.json"))
     init = init_checkpoint("classifier", config, tmp_path / "init" / "bert_model.ckpt")
     batches = random_train_batches(NUM_STEPS, seed=3)
@@ -405,7 +405,7 @@ def test_classifier_fit_is_the_originals_training_and_the_original_restores_it(t
 
 @pytest.mark.slow
 def test_checkpoint_callback_keeps_the_newest_and_a_new_model_resumes_the_same_run(tmp_path):
-    config = tiny_config()
+    config = one_layer_config()
     init = init_checkpoint("pretrainer", config, tmp_path / "init" / "bert_model.ckpt")
     batches = random_batches(NUM_STEPS, seed=9)
 
@@ -452,7 +452,7 @@ def test_a_second_fit_into_an_output_dir_says_it_resumed_and_refuses_an_ended_sc
     (Before, the second run silently replaced the model's weights with the
     checkpoint's and trained every step at learning rate 0.)
     """
-    config = tiny_config()
+    config = one_layer_config()
     init = init_checkpoint("classifier", config, tmp_path / "init" / "bert_model.ckpt")
     batches = random_train_batches(4, seed=3)
     output_dir = str(tmp_path / "output")
@@ -489,7 +489,7 @@ def test_a_second_fit_into_an_output_dir_says_it_resumed_and_refuses_an_ended_sc
 def test_checkpoint_callback_errors_are_one_line(tmp_path):
     with pytest.raises(UserError, match="save_checkpoints_steps must be a positive integer"):
         CheckpointCallback(str(tmp_path), save_checkpoints_steps=0)
-    model = BertClassifier(tiny_config(), NUM_LABELS)
+    model = BertClassifier(one_layer_config(), NUM_LABELS)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     batches = random_train_batches(1, seed=0)
     with pytest.raises(UserError, match="CheckpointCallback needs an optimizer from "
@@ -527,7 +527,7 @@ def _same_outputs(a, b):
 @pytest.mark.parametrize("kind", ["BertModel", "BertPretrainer", "BertClassifier", "BertSquad",
                                   "BertPreprocessor"])
 def test_every_model_round_trips_through_a_keras_file(tmp_path, vocab_file, kind):
-    config = tiny_config()
+    config = one_layer_config()
     features = {k: v[0] for k, v in random_batches(1, batch_size=3).items()}
     texts = {"text_a": tf.constant(["Is this jacksonville?", "the dog"]),
              "text_b": tf.constant(["No it is not.", ""])}
@@ -566,7 +566,7 @@ def test_every_model_round_trips_through_a_keras_file(tmp_path, vocab_file, kind
 
 
 def test_a_compiled_model_keeps_its_optimizer_in_a_keras_file_and_trains_on(tmp_path):
-    config = tiny_config()
+    config = one_layer_config()
     init = init_checkpoint("pretrainer", config, tmp_path / "init" / "bert_model.ckpt")
     batches = random_batches(3, seed=11)
     model = compiled_model("pretrainer", config, init, num_train_steps=3, run_eagerly=True)
@@ -632,7 +632,7 @@ def test_preprocessor_gives_convert_single_examples_features(vocab_file):
 
 @pytest.mark.slow
 def test_classifier_predicts_and_fits_on_raw_text_as_on_its_features(tmp_path, vocab_file):
-    config = tiny_config()
+    config = one_layer_config()
     init = init_checkpoint("classifier", config, tmp_path / "init" / "bert_model.ckpt")
     preprocessor = BertPreprocessor(vocab_file, do_lower_case=True, max_seq_length=MAX_SEQ_LENGTH)
     # A list and a numpy array of str (Keras itself takes only string Tensors).
@@ -668,7 +668,7 @@ def test_classifier_predicts_and_fits_on_raw_text_as_on_its_features(tmp_path, v
 
 
 def test_user_mistakes_are_one_line_errors(vocab_file):
-    config = tiny_config()
+    config = one_layer_config()
     model = BertClassifier(config, NUM_LABELS)
     with pytest.raises(UserError, match=r"BertClassifier.compile\(\) needs optimizer=: e.g. "
                                         r"bert_tf.training.optimization.create_optimizer"):

@@ -133,11 +133,11 @@ LINE = re.compile(r"^error: lost worker 1 \(127\.0\.0\.1:(\d+)\) of the multi_wo
 
 
 def _start_workers(tmp_path, cluster, attempt):
-    from tests.test_pretraining import random_batches, tiny_config, write_config, write_records
+    from tests.test_pretraining import random_batches, one_layer_config, write_config, write_records
     config_file = str(tmp_path / "bert_config.json")
     input_file = str(tmp_path / "data.tfrecord")
     if attempt == 0:
-        write_config(tiny_config(dropout=0.1), config_file)
+        write_config(one_layer_config(dropout=0.1), config_file)
         write_records(input_file, random_batches(4, seed=12))
     procs = []
     for index in range(2):

@@ -35,7 +35,7 @@ from tests.test_distribute import _free_ports
 from tests.test_pretraining import MAX_PREDICTIONS
 from tests.test_pretraining import SEQ_LENGTH
 from tests.test_pretraining import random_batches
-from tests.test_pretraining import tiny_config
+from tests.test_pretraining import one_layer_config
 from tests.test_pretraining import write_config
 from tests.test_pretraining import write_records
 from tests.tools import toolrun
@@ -51,7 +51,7 @@ def files(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("preemption")
     return {
         "tmp": tmp,
-        "config": write_config(tiny_config(dropout=0.1), str(tmp / "bert_config.json")),
+        "config": write_config(one_layer_config(dropout=0.1), str(tmp / "bert_config.json")),
         "data": write_records(str(tmp / "examples.tfrecord"), random_batches(4, seed=31)),
     }
 
@@ -203,7 +203,7 @@ import numpy as np, tensorflow as tf
 from bert_tf.tasks.pretraining import BertPretrainer
 from bert_tf.training import optimization
 from bert_tf.training.callbacks import CheckpointCallback
-from tests.test_pretraining import random_batches, tiny_config
+from tests.test_pretraining import random_batches, one_layer_config
 
 import keras
 
@@ -212,7 +212,7 @@ class Progress(keras.callbacks.Callback):
         if batch == 2:
             sys.stderr.write("batch 2 done\n"); sys.stderr.flush()
 
-model = BertPretrainer(tiny_config())
+model = BertPretrainer(one_layer_config())
 model.compile(optimizer=optimization.create_optimizer(1e-3, 100000, 2))
 data = tf.data.Dataset.from_tensor_slices(random_batches(2, seed=5)).repeat()
 model.fit(data, epochs=1, steps_per_epoch=100000, verbose=0,
@@ -253,7 +253,7 @@ def test_train_installs_handlers_only_while_it_runs(tmp_path):
     previous = signal.signal(signal.SIGTERM, mine)
     try:
         trainer = Trainer(distribute.get_strategy("off"),
-                          PretrainingTask(tiny_config(), SEQ_LENGTH, MAX_PREDICTIONS),
+                          PretrainingTask(one_layer_config(), SEQ_LENGTH, MAX_PREDICTIONS),
                           str(tmp_path / "output"))
 
         def dataset_fn(input_context):
@@ -282,7 +282,7 @@ def test_sigterm_after_a_resume_writes_the_newer_checkpoint(tmp_path, monkeypatc
 
     def trainer():
         return Trainer(distribute.get_strategy("off"),
-                       PretrainingTask(tiny_config(), SEQ_LENGTH, MAX_PREDICTIONS), output_dir)
+                       PretrainingTask(one_layer_config(), SEQ_LENGTH, MAX_PREDICTIONS), output_dir)
 
     trainer().train(dataset_fn, 8, 2, 1e-3, 1, iterations_per_loop=1)
     assert _steps(output_dir) == [2]

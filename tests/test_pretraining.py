@@ -49,6 +49,17 @@ def tiny_config(dropout=0.0, **overrides):
     return BertConfig.from_dict(values)
 
 
+def one_layer_config(dropout=0.0, **overrides):
+    """`tiny_config` with 1 layer, for the tests of training's mechanics.
+
+    Resuming, preemption, replicas, host loops and accumulation, Keras `fit`
+    against the Trainer: the number of layers plays no part in them, and each
+    layer adds about 400 ops to every step that is traced (a third of a tiny
+    run's time). The model's own tests keep 2 layers.
+    """
+    return tiny_config(dropout, **dict({"num_hidden_layers": 1}, **overrides))
+
+
 def random_batches(num_steps, batch_size=BATCH_SIZE, seed=0, vocab_size=99):
     """Pre-training features with a leading [num_steps] axis (the original's keys and dtypes).
 

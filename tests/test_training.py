@@ -28,7 +28,7 @@ from tests.test_pretraining import MAX_PREDICTIONS
 from tests.test_pretraining import SEQ_LENGTH
 from tests.test_pretraining import in_memory_dataset_fn
 from tests.test_pretraining import random_batches
-from tests.test_pretraining import tiny_config
+from tests.test_pretraining import one_layer_config
 from tests.test_pretraining import write_init_checkpoint
 
 # Different loop shapes of the same float32 maths: summation order only.
@@ -36,7 +36,7 @@ SAME_UPDATE_ATOL = 1e-5
 
 
 def _trainer(output_dir, config=None, **kwargs):
-    config = config or tiny_config()
+    config = config or one_layer_config()
     return training.Trainer(distribute.get_strategy("off"),
                             PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS),
                             str(output_dir), **kwargs)
@@ -70,7 +70,7 @@ def _fresh_keras_state():
 
 @pytest.fixture(scope="module")
 def init_checkpoint(tmp_path_factory):
-    return write_init_checkpoint(tiny_config(),
+    return write_init_checkpoint(one_layer_config(),
                                  str(tmp_path_factory.mktemp("init") / "bert_model.ckpt"))
 
 
@@ -170,7 +170,7 @@ def test_checkpoints_hold_global_step_and_a_resumed_run_continues_from_it(tmp_pa
                                                                           init_checkpoint):
     # save_checkpoint writes global_step when given one (a model.ckpt-N), none
     # otherwise (a release's bert_model.ckpt has none).
-    model = BertModel(tiny_config())
+    model = BertModel(one_layer_config())
     direct = checkpoint.save_checkpoint(model, str(tmp_path / "direct" / "model.ckpt-7"),
                                         global_step=7)
     _assert_global_step(direct, 7)
@@ -246,11 +246,11 @@ def test_lamb_trains_and_saves_the_same_slot_names(tmp_path, init_checkpoint):
     assert type(trainer.optimizer).__name__ == "LAMB"
     names = checkpoint.list_checkpoint_variables(str(tmp_path / "model.ckpt-2"))
     assert "cls/predictions/output_bias/adam_m" in names
-    assert "bert/encoder/layer_1/output/dense/kernel/adam_v" in names
+    assert "bert/encoder/layer_0/output/dense/kernel/adam_v" in names
 
 
 def test_init_checkpoint_loads_what_it_shares(tmp_path, debug_logs):
-    config = tiny_config()
+    config = one_layer_config()
     keras.utils.set_random_seed(3)
     backbone = BertModel(config)
     prefix = str(tmp_path / "bert_only" / "bert_model.ckpt")
@@ -269,7 +269,7 @@ def test_init_checkpoint_loads_what_it_shares(tmp_path, debug_logs):
 
 
 def test_init_checkpoint_of_another_architecture_is_a_one_line_error(tmp_path):
-    other = write_init_checkpoint(tiny_config(hidden_size=48, num_attention_heads=4),
+    other = write_init_checkpoint(one_layer_config(hidden_size=48, num_attention_heads=4),
                                   str(tmp_path / "other" / "bert_model.ckpt"))
     trainer = _trainer(tmp_path / "out")
     with pytest.raises(UserError, match=r"variable bert/embeddings/word_embeddings has shape "

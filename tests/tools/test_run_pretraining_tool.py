@@ -28,7 +28,7 @@ from bert_tf.modeling import checkpoint
 from tests.test_pretraining import MAX_PREDICTIONS
 from tests.test_pretraining import SEQ_LENGTH
 from tests.test_pretraining import random_batches
-from tests.test_pretraining import tiny_config
+from tests.test_pretraining import one_layer_config
 from tests.test_pretraining import write_config
 from tests.test_pretraining import write_init_checkpoint
 from tests.test_pretraining import write_records
@@ -41,7 +41,7 @@ TOOL = os.path.join(REPO_ROOT, "tools", "run_pretraining.py")
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("run_pretraining")
-    config = tiny_config(dropout=0.1)
+    config = one_layer_config(dropout=0.1)
     return {
         "tmp": tmp,
         "config": write_config(config, str(tmp / "bert_config.json")),
@@ -146,7 +146,7 @@ def _bad_input_cases(files):
     big_vocab = random_batches(1, seed=23)
     big_vocab["input_ids"][0, 0, 1] = 120
     write_records(str(tmp / "vocab120.tfrecord"), big_vocab)
-    other = write_init_checkpoint(tiny_config(hidden_size=48),
+    other = write_init_checkpoint(one_layer_config(hidden_size=48),
                                   str(tmp / "other" / "bert_model.ckpt"))
     # Records 8..23 hold a segment id of 5 (type_vocab_size is 2): the first
     # 8 records, which are checked before training, are good.
