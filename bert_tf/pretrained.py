@@ -28,7 +28,6 @@ says so.
 """
 
 import collections
-import json
 import os
 import re
 
@@ -114,30 +113,6 @@ def _classifier_num_labels(checkpoint_path):
         raise UserError("head='classifier' needs num_labels=: %s holds no classifier head "
                         "(output_weights) to take it from" % checkpoint_path)
     return num_labels
-
-
-def _embedding_options(directory, pooling, normalize, max_seq_length):
-    """(pooling, normalize, max_seq_length): the arguments, else `embedding_config.json`'s.
-
-    A saved `SentenceEmbedder` (its `save_pretrained`, bert-train-embeddings)
-    writes the file; without it, mean pooling, no normalization, 128.
-    """
-    saved = {}
-    path = os.path.join(directory, embeddings.EMBEDDING_CONFIG_NAME)
-    if tf.io.gfile.exists(path):
-        try:
-            with tf.io.gfile.GFile(path) as f:
-                saved = json.load(f)
-            if not isinstance(saved, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as e:
-            raise UserError("%s: not an embedding config (%s)" % (path, str(e).splitlines()[0]))
-        logging.info("Embedding settings from %s: %s", path, saved)
-    pooling = pooling if pooling is not None else saved.get("pooling", embeddings.DEFAULT_POOLING)
-    normalize = normalize if normalize is not None else saved.get("normalize", False)
-    if max_seq_length is None:
-        max_seq_length = saved.get("max_seq_length") or 128
-    return embeddings.check_pooling(pooling), bool(normalize), int(max_seq_length)
 
 
 def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
@@ -254,8 +229,8 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
             num_labels = _classifier_num_labels(checkpoint_path)
         model = BertClassifier(config, num_labels)
     elif head == "embeddings":
-        pooling, normalize, max_seq_length = _embedding_options(directory, pooling, normalize,
-                                                                max_seq_length)
+        pooling, normalize, max_seq_length = embeddings.embedding_settings(
+            directory, pooling, normalize, max_seq_length)
         preprocessor = BertPreprocessor(vocab_file, do_lower_case=bool(do_lower_case),
                                         max_seq_length=max_seq_length)
         model = embeddings.SentenceEmbedder(config, pooling=pooling, normalize=normalize,

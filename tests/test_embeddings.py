@@ -29,6 +29,7 @@ from bert_tf.tasks.embeddings import SentenceEmbedder
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.tokenization.preprocessor import BertPreprocessor
 from bert_tf.training.optimization import create_optimizer
+from tests import bare_tf
 from tests.conftest import TINY_CONFIG
 from tests.conftest import write_config
 from tests.tolerances import LAYER_ATOL
@@ -325,3 +326,56 @@ def test_the_command_line_help_and_a_bad_flag():
     code, out, err = run([sys.executable, "tools/run_embeddings.py", "--init_checkpoint=x",
                           "--pooling=sum"], timeout=120)
     assert code == 2 and err.strip().count("\n") == 0 and "pooling" in err, err
+
+
+# ---------------------------------------------------------------------------
+# The export: raw text -> vector in a plain TensorFlow process
+# ---------------------------------------------------------------------------
+
+_BARE_ENCODE = bare_tf.PRELUDE + r'''
+import json
+import numpy as np
+export, texts_file, out = sys.argv[1:4]
+texts = json.load(open(texts_file))
+loaded = tf.saved_model.load(export)
+serve = loaded.signatures["serving_default"]
+result = {
+    "default": serve(text_a=tf.constant(texts))["embeddings"].numpy().tolist(),
+    "one": serve(text_a=tf.constant(texts[:1]))["embeddings"].numpy().tolist(),
+    "inputs": sorted(serve.structured_input_signature[1]),
+    "outputs": sorted(serve.structured_outputs),
+    "pooling": loaded.pooling.numpy().decode(),
+    "normalize": bool(loaded.normalize.numpy()),
+    "blocked": sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED),
+}
+json.dump(result, open(out, "w"))
+'''
+
+
+def test_the_export_serves_encodes_vectors_to_a_plain_tensorflow_process(
+        release, loaded, tmp_path):
+    import json
+    from tests.tools.toolrun import run_tool
+    export_dir, _ = run_tool("export_saved_model", [
+        "--task_name=embeddings", "--init_checkpoint=%s" % release,
+        "--bert_config_file=%s" % os.path.join(release, "bert_config.json"),
+        "--vocab_file=%s" % os.path.join(release, "vocab.txt"), "--do_lower_case=true",
+        "--max_seq_length=%d" % MAX_SEQ_LENGTH, "--export_dir=%s" % (tmp_path / "export"),
+        "--version=1", "--pooling=max", "--normalize"])
+    texts_file = tmp_path / "texts.json"
+    texts_file.write_text(json.dumps(TEXTS))
+    bare_tf.run_script(_BARE_ENCODE, [export_dir, texts_file, tmp_path / "out.json"], tmp_path)
+    got = json.loads((tmp_path / "out.json").read_text())
+    assert got["blocked"] == [] and got["inputs"] == ["text_a"]
+    assert got["outputs"] == ["embeddings"] and (got["pooling"], got["normalize"]) == ("max", True)
+    want = loaded["max"][1].encode(TEXTS)
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    np.testing.assert_allclose(np.array(got["default"]), want, atol=1e-5)
+    np.testing.assert_allclose(np.array(got["one"]), want[:1], atol=1e-5)
+    assert "--pooling and --normalize are for --task_name=embeddings only" in user_error(
+        run_tool, "export_saved_model", [
+            "--task_name=encoder", "--init_checkpoint=%s" % release,
+            "--bert_config_file=%s" % os.path.join(release, "bert_config.json"),
+            "--vocab_file=%s" % os.path.join(release, "vocab.txt"),
+            "--max_seq_length=%d" % MAX_SEQ_LENGTH, "--export_dir=%s" % (tmp_path / "export2"),
+            "--pooling=cls"])

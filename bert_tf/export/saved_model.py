@@ -27,6 +27,14 @@ signatures:
     serve_features   input_ids, input_mask, segment_ids -> pooled_output,
                      sequence_output, encoder_outputs
 
+  embeddings (task_name "embeddings": a sentence embedder, `bert_tf.tasks.embeddings`):
+    serving_default  text_a: string [batch] -> embeddings float32 [batch, H]
+                     (pooling over the real tokens, normalized or not: the
+                     checkpoint directory's embedding_config.json, or the
+                     `pooling` / `normalize` arguments)
+    serve_text_a     the same
+    serve_features   input_ids, input_mask, segment_ids -> embeddings
+
 The text signatures give exactly the features `run_classifier.py` builds
 (`FullTokenizer` + `build_pair_features`), so their probabilities are those of
 `run_classifier.py --do_predict` for the same text. The SavedModel holds no
@@ -64,12 +72,14 @@ from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.modeling import precision
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
+from bert_tf.tasks import embeddings
 from bert_tf.tasks.classifier import BertClassifier
 from bert_tf.tasks.squad import BertSquad
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 
 CLASSIFIER = "classifier"
 ENCODER = "encoder"
+EMBEDDINGS = "embeddings"
 SQUAD = "squad"
 FORMATS = ("saved_model", "tfhub")
 VOCAB_ASSET = "vocab.txt"
@@ -81,7 +91,7 @@ VOCAB_ASSET = "vocab.txt"
 
 
 def task_spec(task_name):
-    """(kind, labels, is_regression) of a task: kind is "classifier", ENCODER or SQUAD.
+    """(kind, labels, is_regression) of a task: kind is "classifier", ENCODER, EMBEDDINGS or SQUAD.
 
     Raises:
       UserError: an unknown task, listing the known ones.
@@ -89,11 +99,13 @@ def task_spec(task_name):
     key = (task_name or "").lower()
     if key == ENCODER:
         return ENCODER, None, False
+    if key == EMBEDDINGS:
+        return EMBEDDINGS, None, False
     if key == SQUAD:
         return SQUAD, None, False
     if key not in classifier_data.PROCESSORS:
-        raise UserError("Task not found: %s (known: %s, %s, %s)" % (
-            key, ", ".join(classifier_data.PROCESSORS), SQUAD, ENCODER))
+        raise UserError("Task not found: %s (known: %s, %s, %s, %s)" % (
+            key, ", ".join(classifier_data.PROCESSORS), SQUAD, ENCODER, EMBEDDINGS))
     processor = classifier_data.get_processor(key)
     labels = [str(label) for label in processor.get_labels()]
     return CLASSIFIER, labels, processor.is_regression
@@ -109,7 +121,7 @@ def check_checkpoint(checkpoint_prefix, config, kind, num_labels=None,
     """
     # Unreadable or corrupt files are one-line errors of the checkpoint module.
     shapes = checkpoint_lib.list_checkpoint_variables(checkpoint_prefix)
-    head = None if kind == ENCODER else kind
+    head = None if kind in (ENCODER, EMBEDDINGS) else kind
     expected = checkpoint_lib.expected_tf1_variables(config, head=head, num_labels=num_labels)
     for name, shape in expected.items():
         if name not in shapes:
@@ -147,7 +159,7 @@ def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision
             model = BertClassifier(config, num_labels)
         elif kind == SQUAD:
             model = BertSquad(config)
-        else:
+        else:  # the encoder, and the embedder's backbone
             model = BertModel(config)
     checkpoint_lib.load_checkpoint(model, checkpoint_prefix, strict=True)
     stored = {"bf16": "bfloat16", "fp16": "float16"}.get(mixed_precision, "float32")
@@ -342,6 +354,44 @@ class EncoderServingModule(_ServingModule):
         return {"input_mask": features["input_mask"]}  # [B, S]
 
 
+class EmbeddingsServingModule(_ServingModule):
+    """A sentence embedder served from raw text or features (`bert_tf.tasks.embeddings`).
+
+    Each text is embedded on its own (`[CLS] text [SEP]`, truncated to
+    max_seq_length - 2 tokens), as `SentenceEmbedder.encode` does.
+
+    Args:
+      model: `BertModel` (float32, loaded).
+      pooling: "cls", "mean" or "max", over the real tokens.
+      normalize: bool, L2-normalize the embeddings.
+      tokenizer, max_seq_length, vocab_file: see `_ServingModule`.
+
+    Returns (every signature): `embeddings` float32 [batch_size, hidden_size].
+    """
+
+    def __init__(self, model, tokenizer, max_seq_length, vocab_file, pooling, normalize,
+                 name="embeddings_serving"):
+        super().__init__(model, tokenizer, max_seq_length, vocab_file, name=name)
+        self._pooling = embeddings.check_pooling(pooling)
+        self._normalize = bool(normalize)
+        self.pooling = tf.Variable(self._pooling, trainable=False, name="pooling")
+        self.normalize = tf.Variable(self._normalize, trainable=False, name="normalize")
+
+    def outputs(self, features):
+        out = self.model(features["input_ids"], input_mask=features["input_mask"],
+                         token_type_ids=features["segment_ids"], training=False)
+        return {"embeddings": embeddings.pool(out["sequence_output"], features["input_mask"],
+                                              self._pooling, self._normalize)}  # [B, H]
+
+    def signatures(self):
+        # One text per example: the default signature is serve_text_a's.
+        return {
+            tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: self.serve_text_a,
+            "serve_text_a": self.serve_text_a,
+            "serve_features": self.serve_features,
+        }
+
+
 class SquadRoot(tf.Module):
     """The saved root of a SQuAD export: `bert_tf.export.squad.SquadServingModule` as `squad`,
     plus `do_lower_case`, `max_seq_length` and the vocab asset, as the other exports have.
@@ -418,7 +468,8 @@ def save_module(module, signatures, output_dir, vocab_file):
 def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, init_checkpoint,
                        export_dir, max_seq_length=128, version=None, format="saved_model",  # pylint: disable=redefined-builtin
                        doc_stride=128, max_query_length=64, n_best_size=20,
-                       max_answer_length=30, mixed_precision=None):
+                       max_answer_length=30, mixed_precision=None, pooling=None,
+                       normalize=None):
     """Exports a checkpoint as `export_dir/<version>/` (see the module docstring).
 
     Every input is checked before anything is written: the export directory,
@@ -427,7 +478,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     version directory.
 
     Args:
-      task_name: a task of `classifier_data.PROCESSORS`, "squad" or "encoder".
+      task_name: a task of `classifier_data.PROCESSORS`, "squad", "encoder" or
+        "embeddings".
       bert_config_file: the path of a bert_config.json (or a release's name),
         or a `BertConfig`.
       vocab_file, do_lower_case: the tokenizer's (as `FullTokenizer`).
@@ -442,6 +494,9 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
       mixed_precision: None (float32), "bf16" or "fp16": the exported model
         computes in bfloat16 / float16 (float32 variables; the signatures
         and their float32 outputs are the same). Every format and task.
+      pooling, normalize: task "embeddings" only: "cls", "mean" or "max";
+        L2-normalize. None: the checkpoint directory's embedding_config.json
+        (bert-run-embeddings writes it), else "mean" and False.
 
     Returns:
       str, the version directory written.
@@ -476,6 +531,12 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     tokenization.check_vocab(vocab_file, config, bert_config_file)
     prefix = checkpoint_lib.resolve_checkpoint(init_checkpoint)
     num_labels = None if labels is None else (1 if is_regression else len(labels))
+    if kind == EMBEDDINGS:
+        pooling, normalize, _ = embeddings.embedding_settings(
+            os.path.dirname(prefix), pooling, normalize, max_seq_length)
+    elif pooling is not None or normalize is not None:
+        raise UserError("--pooling and --normalize are for --task_name=%s only (not %s)"
+                        % (EMBEDDINGS, task_name))
     check_checkpoint(prefix, config, kind, num_labels, bert_config_file, task_name)
     final_dir = version_dir(export_dir, int(time.time()) if version is None else version)
     phases.done("inputs checked (task %s, checkpoint %s)", task_name, prefix)
@@ -502,6 +563,10 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
             signatures = module.signatures()
         elif kind == ENCODER:
             module = EncoderServingModule(model, tokenizer, max_seq_length, vocab_file)
+            signatures = module.signatures()
+        elif kind == EMBEDDINGS:
+            module = EmbeddingsServingModule(model, tokenizer, max_seq_length, vocab_file,
+                                             pooling, normalize)
             signatures = module.signatures()
         else:
             module = SquadServingModule(

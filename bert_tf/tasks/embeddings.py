@@ -36,6 +36,7 @@ import os
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from bert_tf import fileio
 from bert_tf.errors import UserError
@@ -58,6 +59,38 @@ EMBEDDING_CONFIG_NAME = "embedding_config.json"
 POSITIVE = "positive_"
 # `encode` logs progress lines when it has more batches than this.
 _PROGRESS_BATCHES = 4
+
+
+def embedding_settings(directory, pooling=None, normalize=None, max_seq_length=None):
+    """(pooling, normalize, max_seq_length): the arguments, else `directory`'s embedding_config.json.
+
+    A saved `SentenceEmbedder` (`save_pretrained`, bert-run-embeddings) writes
+    the file; without it (a release, a Hugging Face directory): "mean",
+    False, 128. `from_pretrained(head="embeddings")` and the export read it
+    here.
+
+    Raises:
+      UserError: the file is not a JSON object, or names an unknown pooling.
+    """
+    saved = {}
+    path = os.path.join(directory, EMBEDDING_CONFIG_NAME)
+    if tf.io.gfile.exists(path):
+        try:
+            with tf.io.gfile.GFile(path) as f:
+                saved = json.load(f)
+            if not isinstance(saved, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as e:
+            raise UserError("%s: not an embedding config (%s)"
+                            % (path, str(e).splitlines()[0])) from None
+        logging.info("Embedding settings from %s: %s", path, saved)
+    if pooling is None:
+        pooling = saved.get("pooling", DEFAULT_POOLING)
+    if normalize is None:
+        normalize = saved.get("normalize", False)
+    if max_seq_length is None:
+        max_seq_length = saved.get("max_seq_length") or 128
+    return check_pooling(pooling), bool(normalize), int(max_seq_length)
 
 
 def check_pooling(pooling):
