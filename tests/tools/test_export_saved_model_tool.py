@@ -135,7 +135,7 @@ def _bad_input_cases(files):
         ("export_dir under a file", {"export_dir_": under_a_file},
          ["--export_dir=%s: %s is a file, not a directory" % (under_a_file, blocker)]),
         ("unknown task", {"task_name": "SNLI"},
-         ["Task not found: snli (known: cola, mnli, mrpc, xnli", "sts-b", "squad, encoder)"]),
+         ["Task not found: snli (known: cola, mnli, mrpc, xnli", "sts-b", "squad, encoder, embeddings)"]),
         ("pre-training checkpoint exported as a classifier",
          {"init_checkpoint": files["init"]},
          ["--init_checkpoint=%s has no classifier head (variable output_weights is missing): "
