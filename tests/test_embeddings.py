@@ -173,6 +173,32 @@ def test_the_embedder_saves_and_loads_back_with_its_settings(loaded, tmp_path):
     np.testing.assert_allclose(restored.encode(TEXTS), model.encode(TEXTS), atol=1e-6)
 
 
+def test_a_sentence_transformers_directory_gives_its_pooling_normalization_and_length(
+        release, tmp_path):
+    """all-MiniLM-L6-v2's layout: modules.json, 1_Pooling/config.json, sentence_bert_config.json."""
+    import json
+    import shutil
+    directory = tmp_path / "st"
+    shutil.copytree(release, directory)
+    (directory / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling",
+         "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize",
+         "type": "sentence_transformers.models.Normalize"}]))
+    (directory / "1_Pooling").mkdir()
+    modes = {"pooling_mode_cls_token": False, "pooling_mode_mean_tokens": False,
+             "pooling_mode_max_tokens": True, "pooling_mode_mean_sqrt_len_tokens": False}
+    (directory / "1_Pooling" / "config.json").write_text(json.dumps(modes))
+    (directory / "sentence_bert_config.json").write_text('{"max_seq_length": 12}')
+    assert embeddings.embedding_settings(str(directory)) == ("max", True, 12)
+    assert embeddings.embedding_settings(str(directory), "cls", False, 9) == ("cls", False, 9)
+    modes.update(pooling_mode_max_tokens=False, pooling_mode_mean_sqrt_len_tokens=True)
+    (directory / "1_Pooling" / "config.json").write_text(json.dumps(modes))
+    message = user_error(embeddings.embedding_settings, str(directory))
+    assert "pooling pooling_mode_mean_sqrt_len_tokens; SentenceEmbedder pools one of" in message
+
+
 def test_mistakes_are_one_line(release, tmp_path):
     config = BertConfig.from_dict(dict(TINY_CONFIG))
     assert "pooling='sum': one of 'cls', 'mean', 'max'" in user_error(

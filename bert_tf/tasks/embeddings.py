@@ -61,29 +61,75 @@ POSITIVE = "positive_"
 _PROGRESS_BATCHES = 4
 
 
-def embedding_settings(directory, pooling=None, normalize=None, max_seq_length=None):
-    """(pooling, normalize, max_seq_length): the arguments, else `directory`'s embedding_config.json.
+def _read_json(path, what):
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            value = json.load(f)
+        if not isinstance(value, (dict, list)):
+            raise ValueError("not a JSON object")
+    except ValueError as e:
+        raise UserError("%s: not %s (%s)" % (path, what, str(e).splitlines()[0])) from None
+    return value
 
-    A saved `SentenceEmbedder` (`save_pretrained`, bert-run-embeddings) writes
-    the file; without it (a release, a Hugging Face directory): "mean",
+
+def _sentence_transformers_settings(directory):
+    """{"pooling", "normalize", "max_seq_length"} of a sentence-transformers directory, or {}.
+
+    Its `modules.json` lists a Pooling module (`<path>/config.json`:
+    `pooling_mode_cls_token`, `_mean_tokens` or `_max_tokens`) and maybe a
+    Normalize one; `sentence_bert_config.json` holds max_seq_length.
+    """
+    modules_path = os.path.join(directory, "modules.json")
+    if not tf.io.gfile.exists(modules_path):
+        return {}
+    modules = _read_json(modules_path, "a sentence-transformers modules.json")
+    settings = {"normalize": any(str(m.get("type", "")).endswith(".Normalize")
+                                 for m in modules if isinstance(m, dict))}
+    for module in modules:
+        if isinstance(module, dict) and str(module.get("type", "")).endswith(".Pooling"):
+            path = os.path.join(directory, module.get("path", ""), "config.json")
+            pooling = _read_json(path, "a sentence-transformers pooling config")
+            modes = [name for name in POOLINGS
+                     if pooling.get("pooling_mode_%s" % {"cls": "cls_token"}.get(
+                         name, name + "_tokens"))]
+            others = sorted(k for k, v in pooling.items() if k.startswith("pooling_mode_") and v
+                            and k not in ("pooling_mode_cls_token", "pooling_mode_mean_tokens",
+                                          "pooling_mode_max_tokens"))
+            if len(modes) != 1 or others:
+                raise UserError("%s: pooling %s; SentenceEmbedder pools one of %s"
+                                % (path, ", ".join(modes + others) or "none",
+                                   ", ".join(POOLINGS)))
+            settings["pooling"] = modes[0]
+    bert_config_path = os.path.join(directory, "sentence_bert_config.json")
+    if tf.io.gfile.exists(bert_config_path):
+        settings["max_seq_length"] = _read_json(
+            bert_config_path, "a sentence-transformers config").get("max_seq_length")
+    return settings
+
+
+def embedding_settings(directory, pooling=None, normalize=None, max_seq_length=None):
+    """(pooling, normalize, max_seq_length): the arguments, else what `directory` says.
+
+    What a directory says: its `embedding_config.json` (a saved
+    `SentenceEmbedder`: `save_pretrained`, bert-run-embeddings), or a
+    sentence-transformers directory's `modules.json`, Pooling config and
+    `sentence_bert_config.json` (all-MiniLM-L6-v2: mean, normalized, 256);
+    without either (a release, a plain Hugging Face directory): "mean",
     False, 128. `from_pretrained(head="embeddings")` and the export read it
     here.
 
     Raises:
-      UserError: the file is not a JSON object, or names an unknown pooling.
+      UserError: a file that is not JSON, a pooling SentenceEmbedder has not.
     """
-    saved = {}
     path = os.path.join(directory, EMBEDDING_CONFIG_NAME)
     if tf.io.gfile.exists(path):
-        try:
-            with tf.io.gfile.GFile(path) as f:
-                saved = json.load(f)
-            if not isinstance(saved, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as e:
-            raise UserError("%s: not an embedding config (%s)"
-                            % (path, str(e).splitlines()[0])) from None
-        logging.info("Embedding settings from %s: %s", path, saved)
+        saved = _read_json(path, "an embedding config")
+        if not isinstance(saved, dict):
+            raise UserError("%s: not an embedding config (not a JSON object)" % path)
+    else:
+        saved = _sentence_transformers_settings(directory)
+    if saved:
+        logging.info("Embedding settings of %s: %s", directory, saved)
     if pooling is None:
         pooling = saved.get("pooling", DEFAULT_POOLING)
     if normalize is None:
