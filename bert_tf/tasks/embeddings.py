@@ -48,6 +48,7 @@ from bert_tf.tasks.base import num_examples
 from bert_tf.tasks.base import real_example_weights
 from bert_tf.tasks.base import safe_div
 from bert_tf.tasks.task_model import TaskModel
+from bert_tf.tokenization.preprocessor import check_preprocessor
 
 POOLINGS = ("cls", "mean", "max")
 DEFAULT_POOLING = "mean"
@@ -283,7 +284,7 @@ class SentenceEmbedder(TaskModel, keras.Model):
         self.normalize = bool(normalize)
         self.scale = float(scale)
         if preprocessor is not None:
-            _check_preprocessor(preprocessor, config)
+            check_preprocessor(preprocessor, config, "SentenceEmbedder")
         self.preprocessor = preprocessor
         self.bert = BertModel(config)
         self.build()
@@ -457,20 +458,6 @@ def _as_texts(texts):
                             % (i, type(text).__name__))
         out.append(text)
     return out
-
-
-def _check_preprocessor(preprocessor, config):
-    """The preprocessor's vocabulary and max_seq_length must fit the model."""
-    from bert_tf.tokenization.preprocessor import BertPreprocessor  # pylint: disable=g-import-not-at-top
-    if not isinstance(preprocessor, BertPreprocessor):
-        raise UserError("SentenceEmbedder: preprocessor= must be a "
-                        "bert_tf.tokenization.preprocessor.BertPreprocessor, got %s"
-                        % type(preprocessor).__name__)
-    if preprocessor.vocab_size > config.vocab_size:
-        raise UserError("SentenceEmbedder: the preprocessor's vocabulary has %d tokens but the "
-                        "model's vocab_size is %d (is it the model's vocab.txt?)"
-                        % (preprocessor.vocab_size, config.vocab_size))
-    config.check_max_seq_length(preprocessor.max_seq_length, source="the model's config")
 
 
 class EmbeddingsTask(Task):
