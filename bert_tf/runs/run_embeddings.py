@@ -129,9 +129,8 @@ def run_embeddings(init_checkpoint, output_dir=None, train_file=None, input_file
         if os.path.isdir(output_dir) and os.listdir(output_dir) and not overwrite:
             raise UserError("--output_dir=%s is not empty; pass --overwrite to replace it"
                             % output_dir)
-        for flag, value in (("train_batch_size", train_batch_size),):
-            if value < 1:
-                raise UserError("--%s=%d: must be at least 1" % (flag, value))
+        if train_batch_size < 1:
+            raise UserError("--train_batch_size=%d: must be at least 1" % train_batch_size)
         if num_train_epochs <= 0:
             raise UserError("--num_train_epochs=%s: must be positive" % num_train_epochs)
     if do_encode:
