@@ -3,10 +3,10 @@ r"""Sentence embeddings: fine-tune BERT on pairs with in-batch negatives, embed 
   bert-run-embeddings --do_train=true --train_file=pairs.tsv \
     --init_checkpoint=$BERT_BASE_DIR --pooling=mean --normalize=true \
     --max_seq_length=128 --train_batch_size=32 --learning_rate=2e-5 \
-    --num_train_epochs=1.0 --output_dir=/tmp/embedder/
+    --num_train_epochs=1.0 --output_dir=embedder/
 
-  bert-run-embeddings --do_encode=true --init_checkpoint=/tmp/embedder/ \
-    --input_file=sentences.txt --output_file=/tmp/sentences.npy
+  bert-run-embeddings --do_encode=true --init_checkpoint=embedder/ \
+    --input_file=sentences.txt --output_file=sentences.npy
 
 --train_file holds one pair a line, `anchor<TAB>positive` (a question and
 its answer, a sentence and its paraphrase). Each anchor learns to pick its
