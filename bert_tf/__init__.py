@@ -36,6 +36,7 @@ _LAZY = {
     "BertClassifier": ("bert_tf.models", "BertClassifier"),
     "BertSquad": ("bert_tf.models", "BertSquad"),
     "BertPreprocessor": ("bert_tf.models", "BertPreprocessor"),
+    "SentenceEmbedder": ("bert_tf.models", "SentenceEmbedder"),
 }
 
 __all__ = sorted(_LAZY)

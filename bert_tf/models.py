@@ -5,12 +5,13 @@
   BertFillMask     BertPretrainer + its tokenizer: fill_mask          bert_tf.tasks.pretraining
   BertClassifier   + the classifier head (`output_weights`/`_bias`)   bert_tf.tasks.classifier
   BertSquad        + the SQuAD span head (`cls/squad/...`)            bert_tf.tasks.squad
+  SentenceEmbedder + a pooling over the real tokens: sentence vectors  bert_tf.tasks.embeddings
   BertPreprocessor raw text -> input_ids / input_mask / segment_ids   bert_tf.tokenization.preprocessor
 
 Every class is a Keras 3 object registered for `.keras` files
 (`model.save("x.keras")`, `keras.saving.load_model("x.keras")`), and its
 variables carry the original's checkpoint names (`bert_tf.modeling.checkpoint`).
-`BertPretrainer`, `BertClassifier` and `BertSquad` train with Keras's
+`BertPretrainer`, `BertClassifier`, `BertSquad` and `SentenceEmbedder` train with Keras's
 `compile` / `fit` (and `evaluate` / `predict`) on the original's maths
 (`bert_tf.tasks.task_model.TaskModel`); `bert_tf.training.callbacks.CheckpointCallback`
 writes and resumes Google-format `model.ckpt-N` checkpoints during `fit`.
@@ -34,5 +35,7 @@ from bert_tf.modeling.bert_model import BertModel  # noqa: F401
 from bert_tf.tokenization.preprocessor import BertPreprocessor  # noqa: F401
 from bert_tf.tasks.pretraining import BertPretrainer  # noqa: F401
 from bert_tf.tasks.squad import BertSquad  # noqa: F401
+from bert_tf.tasks.embeddings import SentenceEmbedder  # noqa: F401
 
-__all__ = ["BertClassifier", "BertFillMask", "BertModel", "BertPreprocessor", "BertPretrainer", "BertSquad"]
+__all__ = ["BertClassifier", "BertFillMask", "BertModel", "BertPreprocessor", "BertPretrainer",
+           "BertSquad", "SentenceEmbedder"]

@@ -37,11 +37,13 @@ from absl import logging
 from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.tokenization import huggingface as hf_tokenizer
+from bert_tf.tokenization.preprocessor import BertPreprocessor
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.modeling import huggingface
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
+from bert_tf.tasks import embeddings
 from bert_tf.tasks.classifier import BertClassifier
 from bert_tf.tasks.pretraining import BertFillMask
 from bert_tf.tasks.pretraining import BertPretrainer
@@ -56,6 +58,7 @@ HEADS = collections.OrderedDict([
     ("fill_mask", BertFillMask),
     ("classifier", BertClassifier),
     ("squad", BertSquad),
+    ("embeddings", embeddings.SentenceEmbedder),
 ])
 # Heads a release does not have: they start from their initializer when absent.
 TASK_HEADS = ("classifier", "squad")
@@ -115,7 +118,8 @@ def _classifier_num_labels(checkpoint_path):
 
 
 def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
-                    bert_config_file=None, vocab_file=None, strict=True):
+                    bert_config_file=None, vocab_file=None, strict=True, pooling=None,
+                    normalize=None, max_seq_length=None):
     """Loads a BERT checkpoint with its config and tokenizer in one call.
 
     Args:
@@ -136,7 +140,10 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         "fill_mask": `BertFillMask`, the same model and heads with the
           tokenizer: `fill_mask(text)` and `next_sentence_probability(a, b)`;
         "classifier": `BertClassifier` (the original `run_classifier` head);
-        "squad": `BertSquad` (the original `run_squad` head).
+        "squad": `BertSquad` (the original `run_squad` head);
+        "embeddings": `SentenceEmbedder` (the backbone with a pooling, no
+          head variables; raw text in, one vector per text: `encode`,
+          `similarity`).
         A task head that the checkpoint lacks starts from its initializer.
       num_labels: the classifier's number of labels (1: regression). Taken
         from the checkpoint's head when it has one; needed otherwise.
@@ -148,6 +155,11 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
       vocab_file: the model's `vocab.txt`, likewise.
       strict: False loads the variables the checkpoint shares with the model
         and leaves the rest as initialized (the original's `init_checkpoint`).
+      pooling, normalize, max_seq_length: head="embeddings" only: "cls",
+        "mean" or "max"; L2-normalize the vectors; the length texts are
+        truncated to (in WordPiece tokens, [CLS] and [SEP] included). None:
+        the directory's `embedding_config.json` (written by the embedder's
+        `save_pretrained`), else "mean", False, 128.
 
     Returns:
       `Pretrained(config, model, tokenizer)`, a named tuple.
@@ -181,6 +193,11 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
     if num_labels is not None and head != "classifier":
         raise UserError("num_labels=%r is for head='classifier' only (head=%r)"
                         % (num_labels, head))
+    given = [(k, v) for k, v in (("pooling", pooling), ("normalize", normalize),
+                                 ("max_seq_length", max_seq_length)) if v is not None]
+    if given and head != "embeddings":
+        raise UserError("%s=%r is for head='embeddings' only (head=%r)"
+                        % (given[0][0], given[0][1], head))
     if num_labels is not None and (isinstance(num_labels, bool) or not isinstance(num_labels, int)
                                    or num_labels < 1):
         raise UserError("num_labels=%r: must be a positive integer" % (num_labels,))
@@ -218,6 +235,13 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
     elif head == "fill_mask":
         model = BertFillMask(config, vocab_file=vocab_file, do_lower_case=bool(do_lower_case))
         model.tokenizer = tokenizer
+    elif head == "embeddings":
+        pooling, normalize, max_seq_length = embeddings.embedding_settings(
+            directory, pooling, normalize, max_seq_length)
+        preprocessor = BertPreprocessor(vocab_file, do_lower_case=bool(do_lower_case),
+                                        max_seq_length=max_seq_length)
+        model = embeddings.SentenceEmbedder(config, pooling=pooling, normalize=normalize,
+                                            preprocessor=preprocessor)
     else:
         model = HEADS[head](config)
     report = checkpoint_lib.load_checkpoint(model, checkpoint_path, strict=strict, flag=None,

@@ -33,6 +33,14 @@ signatures:
     serve_features   input_ids, input_mask, segment_ids -> pooled_output,
                      sequence_output, encoder_outputs
 
+  embeddings (task_name "embeddings": a sentence embedder, `bert_tf.tasks.embeddings`):
+    serving_default  text_a: string [batch] -> embeddings float32 [batch, H]
+                     (pooling over the real tokens, normalized or not: the
+                     checkpoint directory's embedding_config.json, or the
+                     `pooling` / `normalize` arguments)
+    serve_text_a     the same
+    serve_features   input_ids, input_mask, segment_ids -> embeddings
+
 The text signatures give exactly the features `run_classifier.py` builds
 (`FullTokenizer` + `build_pair_features`), so their probabilities are those of
 `run_classifier.py --do_predict` for the same text. The SavedModel holds no
@@ -72,6 +80,7 @@ from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.modeling import precision
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
+from bert_tf.tasks import embeddings
 from bert_tf.tasks.classifier import BertClassifier
 from bert_tf.tasks.pretraining import BertPretrainer
 from bert_tf.tasks.squad import BertSquad
@@ -80,6 +89,7 @@ from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 CLASSIFIER = "classifier"
 ENCODER = "encoder"
 FILL_MASK = "fill_mask"
+EMBEDDINGS = "embeddings"
 SQUAD = "squad"
 FORMATS = ("saved_model", "tfhub")
 VOCAB_ASSET = "vocab.txt"
@@ -91,7 +101,7 @@ VOCAB_ASSET = "vocab.txt"
 
 
 def task_spec(task_name):
-    """(kind, labels, is_regression) of a task: kind is "classifier", ENCODER, SQUAD or FILL_MASK.
+    """(kind, labels, is_regression) of a task: "classifier", ENCODER, SQUAD, FILL_MASK, EMBEDDINGS.
 
     Raises:
       UserError: an unknown task, listing the known ones.
@@ -99,13 +109,15 @@ def task_spec(task_name):
     key = (task_name or "").lower()
     if key == ENCODER:
         return ENCODER, None, False
+    if key == EMBEDDINGS:
+        return EMBEDDINGS, None, False
     if key == SQUAD:
         return SQUAD, None, False
     if key == FILL_MASK:
         return FILL_MASK, None, False
     if key not in classifier_data.PROCESSORS:
-        raise UserError("Task not found: %s (known: %s, %s, %s, %s)" % (
-            key, ", ".join(classifier_data.PROCESSORS), SQUAD, ENCODER, FILL_MASK))
+        raise UserError("Task not found: %s (known: %s, %s, %s, %s, %s)" % (
+            key, ", ".join(classifier_data.PROCESSORS), SQUAD, ENCODER, FILL_MASK, EMBEDDINGS))
     processor = classifier_data.get_processor(key)
     labels = [str(label) for label in processor.get_labels()]
     return CLASSIFIER, labels, processor.is_regression
@@ -121,7 +133,7 @@ def check_checkpoint(checkpoint_prefix, config, kind, num_labels=None,
     """
     # Unreadable or corrupt files are one-line errors of the checkpoint module.
     shapes = checkpoint_lib.list_checkpoint_variables(checkpoint_prefix)
-    head = {ENCODER: None, FILL_MASK: "pretraining"}.get(kind, kind)
+    head = {ENCODER: None, EMBEDDINGS: None, FILL_MASK: "pretraining"}.get(kind, kind)
     expected = checkpoint_lib.expected_tf1_variables(config, head=head, num_labels=num_labels)
     for name, shape in expected.items():
         if name not in shapes:
@@ -161,7 +173,7 @@ def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision
             model = BertSquad(config)
         elif kind == FILL_MASK:
             model = BertPretrainer(config)
-        else:
+        else:  # the encoder, and the embedder's backbone
             model = BertModel(config)
     checkpoint_lib.load_checkpoint(model, checkpoint_prefix, strict=True)
     stored = {"bf16": "bfloat16", "fp16": "float16"}.get(mixed_precision, "float32")
@@ -356,6 +368,44 @@ class EncoderServingModule(_ServingModule):
         return {"input_mask": features["input_mask"]}  # [B, S]
 
 
+class EmbeddingsServingModule(_ServingModule):
+    """A sentence embedder served from raw text or features (`bert_tf.tasks.embeddings`).
+
+    Each text is embedded on its own (`[CLS] text [SEP]`, truncated to
+    max_seq_length - 2 tokens), as `SentenceEmbedder.encode` does.
+
+    Args:
+      model: `BertModel` (float32, loaded).
+      pooling: "cls", "mean" or "max", over the real tokens.
+      normalize: bool, L2-normalize the embeddings.
+      tokenizer, max_seq_length, vocab_file: see `_ServingModule`.
+
+    Returns (every signature): `embeddings` float32 [batch_size, hidden_size].
+    """
+
+    def __init__(self, model, tokenizer, max_seq_length, vocab_file, pooling, normalize,
+                 name="embeddings_serving"):
+        super().__init__(model, tokenizer, max_seq_length, vocab_file, name=name)
+        self._pooling = embeddings.check_pooling(pooling)
+        self._normalize = bool(normalize)
+        self.pooling = tf.Variable(self._pooling, trainable=False, name="pooling")
+        self.normalize = tf.Variable(self._normalize, trainable=False, name="normalize")
+
+    def outputs(self, features):
+        out = self.model(features["input_ids"], input_mask=features["input_mask"],
+                         token_type_ids=features["segment_ids"], training=False)
+        return {"embeddings": embeddings.pool(out["sequence_output"], features["input_mask"],
+                                              self._pooling, self._normalize)}  # [B, H]
+
+    def signatures(self):
+        # One text per example: the default signature is serve_text_a's.
+        return {
+            tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: self.serve_text_a,
+            "serve_text_a": self.serve_text_a,
+            "serve_features": self.serve_features,
+        }
+
+
 class SquadRoot(tf.Module):
     """The saved root of a SQuAD export: `bert_tf.export.squad.SquadServingModule` as `squad`,
     plus `do_lower_case`, `max_seq_length` and the vocab asset, as the other exports have.
@@ -432,7 +482,8 @@ def save_module(module, signatures, output_dir, vocab_file):
 def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, init_checkpoint,
                        export_dir, max_seq_length=128, version=None, format="saved_model",  # pylint: disable=redefined-builtin
                        doc_stride=128, max_query_length=64, n_best_size=20,
-                       max_answer_length=30, mixed_precision=None, top_k=5):
+                       max_answer_length=30, mixed_precision=None, top_k=5, pooling=None,
+                       normalize=None):
     """Exports a checkpoint as `export_dir/<version>/` (see the module docstring).
 
     Every input is checked before anything is written: the export directory,
@@ -442,7 +493,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
 
     Args:
       task_name: a task of `classifier_data.PROCESSORS`, "squad", "encoder" or
-        "fill_mask" (the pre-training heads' masked LM: any release).
+        "fill_mask" (the pre-training heads' masked LM: any release) or
+        "embeddings".
       bert_config_file: the path of a bert_config.json (or a release's name),
         or a `BertConfig`.
       vocab_file, do_lower_case: the tokenizer's (as `FullTokenizer`).
@@ -458,6 +510,9 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         computes in bfloat16 / float16 (float32 variables; the signatures
         and their float32 outputs are the same). Every format and task.
       top_k: fill_mask's answers per [MASK].
+      pooling, normalize: task "embeddings" only: "cls", "mean" or "max";
+        L2-normalize. None: the checkpoint directory's embedding_config.json
+        (bert-run-embeddings writes it), else "mean" and False.
 
     Returns:
       str, the version directory written.
@@ -494,6 +549,12 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     tokenization.check_vocab(vocab_file, config, bert_config_file)
     prefix = checkpoint_lib.resolve_checkpoint(init_checkpoint)
     num_labels = None if labels is None else (1 if is_regression else len(labels))
+    if kind == EMBEDDINGS:
+        pooling, normalize, _ = embeddings.embedding_settings(
+            os.path.dirname(prefix), pooling, normalize, max_seq_length)
+    elif pooling is not None or normalize is not None:
+        raise UserError("--pooling and --normalize are for --task_name=%s only (not %s)"
+                        % (EMBEDDINGS, task_name))
     check_checkpoint(prefix, config, kind, num_labels, bert_config_file, task_name)
     final_dir = version_dir(export_dir, int(time.time()) if version is None else version)
     phases.done("inputs checked (task %s, checkpoint %s)", task_name, prefix)
@@ -525,6 +586,10 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
             module = FillMaskServingModule(model, tokenizer,
                                            list(tokenization.load_vocab(vocab_file)),
                                            max_seq_length, top_k)
+            signatures = module.signatures()
+        elif kind == EMBEDDINGS:
+            module = EmbeddingsServingModule(model, tokenizer, max_seq_length, vocab_file,
+                                             pooling, normalize)
             signatures = module.signatures()
         else:
             module = SquadServingModule(

@@ -11,9 +11,12 @@
   classifier   `BertClassifier`, the classification / regression losses,
                `ClassifierTask` (run_classifier).
   squad        `BertSquad`, the span loss, `SquadTask` (run_squad).
+  embeddings   `SentenceEmbedder` (pooled sentence vectors, cosine), the
+               in-batch-negatives loss, `EmbeddingsTask` (new).
 """
 
 from bert_tf.tasks.base import Task  # noqa: F401
 from bert_tf.tasks.classifier import ClassifierTask  # noqa: F401
+from bert_tf.tasks.embeddings import EmbeddingsTask  # noqa: F401
 from bert_tf.tasks.pretraining import PretrainingTask  # noqa: F401
 from bert_tf.tasks.squad import SquadTask  # noqa: F401

@@ -102,7 +102,8 @@ class BertClassifier(TaskModel, keras.Model):
             raise UserError("BertClassifier: is_regression=True needs num_labels=1, got %d"
                             % self.num_labels)
         if preprocessor is not None:
-            _check_preprocessor(preprocessor, config)
+            from bert_tf.tokenization.preprocessor import check_preprocessor  # pylint: disable=g-import-not-at-top
+            check_preprocessor(preprocessor, config, "BertClassifier")
         self.preprocessor = preprocessor
         self.bert = BertModel(config)
         self.classifier = ClassifierHead(self.num_labels, config.hidden_size, name="classifier")
@@ -135,20 +136,6 @@ class BertClassifier(TaskModel, keras.Model):
         if config.get("preprocessor") is not None:
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(**config)
-
-
-def _check_preprocessor(preprocessor, config):
-    """The preprocessor's vocabulary and max_seq_length must fit the model."""
-    from bert_tf.tokenization.preprocessor import BertPreprocessor  # pylint: disable=g-import-not-at-top
-    if not isinstance(preprocessor, BertPreprocessor):
-        raise UserError("BertClassifier: preprocessor= must be a "
-                        "bert_tf.tokenization.preprocessor.BertPreprocessor, got %s"
-                        % type(preprocessor).__name__)
-    if preprocessor.vocab_size > config.vocab_size:
-        raise UserError("BertClassifier: the preprocessor's vocabulary has %d tokens but the "
-                        "model's vocab_size is %d (is it the model's vocab.txt?)"
-                        % (preprocessor.vocab_size, config.vocab_size))
-    config.check_max_seq_length(preprocessor.max_seq_length, source="the model's config")
 
 
 def classification_example_loss(logits, label_ids):

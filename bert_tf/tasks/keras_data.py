@@ -120,16 +120,19 @@ class UserData(object):
             return dataset.map(_rows_as_pair)
         if isinstance(spec, tuple) and spec and _is_text_rows(spec[0]):
             return dataset.map(lambda x, *rest: (_rows_as_pair(x),) + rest)
-        if (self.method == "predict" and isinstance(spec, tuple) and len(spec) == 2
-                and is_text_pair(*spec)):
+        if ((self.method == "predict" or not self.label_keys) and isinstance(spec, tuple)
+                and len(spec) == 2 and is_text_pair(*spec)):
+            # A pair of texts, not (x, y): predict's, and a task without labels (the
+            # sentence embedder trains on (anchor, positive) pairs).
             return dataset.map(lambda a, b: {"text_a": a, "text_b": b})
         return dataset
 
     def check_dataset(self, dataset, name):
-        """Refuses single examples, and (text_a, text_b) without labels to fit or evaluate."""
+        """Refuses single examples, and (text_a, text_b) without labels to fit or evaluate
+        (a task with labels)."""
         spec = dataset.element_spec
-        if (self.method != "predict" and isinstance(spec, tuple) and len(spec) == 2
-                and is_text_pair(*spec)):
+        if (self.method != "predict" and self.label_keys and isinstance(spec, tuple)
+                and len(spec) == 2 and is_text_pair(*spec)):
             raise self.error("%s is a tf.data.Dataset of (text_a, text_b) without labels; %s "
                              "needs ((text_a, text_b), labels)", name, self.method)
         x_spec = spec[0] if isinstance(spec, tuple) and spec else spec

@@ -143,6 +143,28 @@ class BertPreprocessor(keras.layers.Layer):
         return config
 
 
+def check_preprocessor(preprocessor, config, owner):
+    """A model's `preprocessor=`: a `BertPreprocessor` whose vocabulary and length fit `config`.
+
+    Args:
+      preprocessor: what the model was given.
+      config: the model's `BertConfig`.
+      owner: the model class's name, for the message.
+
+    Raises:
+      UserError: not a BertPreprocessor, a vocabulary larger than vocab_size, a
+        max_seq_length beyond max_position_embeddings.
+    """
+    if not isinstance(preprocessor, BertPreprocessor):
+        raise UserError("%s: preprocessor= must be a bert_tf.tokenization.preprocessor."
+                        "BertPreprocessor, got %s" % (owner, type(preprocessor).__name__))
+    if preprocessor.vocab_size > config.vocab_size:
+        raise UserError("%s: the preprocessor's vocabulary has %d tokens but the model's "
+                        "vocab_size is %d (is it the model's vocab.txt?)"
+                        % (owner, preprocessor.vocab_size, config.vocab_size))
+    config.check_max_seq_length(preprocessor.max_seq_length, source="the model's config")
+
+
 def _texts(texts):
     """A rank-1 string Tensor [batch_size] from a Tensor, array or list of str."""
     texts = tf.convert_to_tensor(texts)

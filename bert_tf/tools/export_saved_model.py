@@ -16,8 +16,11 @@ layout:
 Tasks: every task of run_classifier.py (signatures `serving_default` text_a +
 text_b -> probabilities + label, `serve_text_a`, `serve_features`,
 `serve_examples`; sts-b returns `score`), `encoder` (pooled_output,
-sequence_output, encoder_outputs), `squad` and `fill_mask` (text with [MASK]s
--> the --top_k best tokens per [MASK], their strings and scores; any release). `--format=tfhub` (task
+sequence_output, encoder_outputs), `embeddings` (text_a -> one vector per
+text, `--pooling`, `--normalize`: what bert-run-embeddings trained; a plain
+TensorFlow process serves it), `squad` and `fill_mask` (text with [MASK]s
+-> the --top_k best tokens per [MASK], their strings and scores; any
+release). `--format=tfhub` (task
 encoder) writes `<version>/preprocessor/` and `<version>/encoder/` instead.
 The model is rebuilt in float32 whatever precision it was trained in; the
 answers equal `run_classifier.py --do_predict`'s for the same text.
@@ -38,8 +41,9 @@ FLAGS = (
         "task_name", None,
         "The task of the checkpoint: a task of run_classifier.py (cola, mnli, mrpc, "
         "xnli, sst-2, qnli, qqp, rte, wnli, sts-b, ...), squad, encoder (the "
-        "bare BERT encoder), or fill_mask (the pre-training masked-LM head: the best "
-        "tokens for each [MASK] of a text; any release)."),
+        "bare BERT encoder), embeddings (one vector per text: --pooling, --normalize), "
+        "or fill_mask (the pre-training masked-LM head: the best tokens for each [MASK] "
+        "of a text; any release)."),
     groups.BERT_CONFIG_FILE,
     groups.VOCAB_FILE,
     groups.DO_LOWER_CASE,
@@ -62,6 +66,13 @@ FLAGS = (
                 "about 1e-2 of float32's probabilities). Default: float32, whatever "
                 "precision the checkpoint was trained in. Every task and --format."),
     groups.with_help(groups.TOP_K, "task_name=fill_mask: the best tokens returned per [MASK]."),
+    groups.enum("pooling", None, ["cls", "mean", "max"],
+                "task_name=embeddings: how a text's token vectors become one (the [CLS] "
+                "token, or the mean or max over its real tokens). Default: the checkpoint "
+                "directory's embedding_config.json (bert-run-embeddings), else mean."),
+    groups.boolean("normalize", None,
+                   "task_name=embeddings: whether to L2-normalize the embeddings. Default: "
+                   "the checkpoint directory's embedding_config.json, else False."),
     # SQuAD (task_name=squad): the flags of run_squad.py.
 ) + groups.SQUAD_WINDOWS + groups.SQUAD_ANSWERS
 
