@@ -32,7 +32,7 @@ from tests.test_keras_models import init_checkpoint as keras_init_checkpoint
 from tests.test_pretraining import BATCH_SIZE
 from tests.test_pretraining import in_memory_dataset_fn
 from tests.test_pretraining import random_batches
-from tests.test_pretraining import tiny_config
+from tests.test_pretraining import one_layer_config
 from tests.test_pretraining import write_config
 from tests.test_training import _trainer
 
@@ -102,7 +102,7 @@ def test_a_resume_skips_a_broken_newest_checkpoint_with_a_warning(output_dir, ho
     # What the tools check first (from the index alone: a truncated data file shows later).
     assert output_dir_lib.latest_checkpoint(str(output_dir)) == (
         newest if how == "truncated data" else str(output_dir / "model.ckpt-2"))
-    finetuning.check_start_checkpoint(tiny_config(), str(output_dir), None, head="pretraining")
+    finetuning.check_start_checkpoint(one_layer_config(), str(output_dir), None, head="pretraining")
     trainer = _trainer(output_dir)
     with caplog.at_level(logging.WARNING):
         # What evaluate and predict call first; train calls it with the optimizer.
@@ -189,7 +189,7 @@ def test_a_checkpoint_that_does_not_fit_is_the_strict_error_not_a_fallback(outpu
     # Its index reads, so a wrong config shows first, and no older checkpoint is tried.
     if how:
         _damage(str(output_dir / "model.ckpt-3"), how)
-    trainer = _trainer(output_dir, config=tiny_config(intermediate_size=40))
+    trainer = _trainer(output_dir, config=one_layer_config(intermediate_size=40))
     with pytest.raises(UserError) as e:
         trainer.restore()
     message = str(e.value)
@@ -202,7 +202,7 @@ def test_a_checkpoint_that_does_not_fit_is_the_strict_error_not_a_fallback(outpu
 def test_a_users_checkpoint_is_refused_not_replaced_by_an_older_one(output_dir, tmp_path, how):
     newest = str(output_dir / "model.ckpt-3")
     _damage(newest, how)
-    model = BertPretrainer(tiny_config())
+    model = BertPretrainer(one_layer_config())
     # --init_checkpoint naming the directory or the checkpoint.
     for path in (str(output_dir), newest):
         with pytest.raises(checkpoint.UnreadableCheckpointError) as e:
@@ -212,7 +212,7 @@ def test_a_users_checkpoint_is_refused_not_replaced_by_an_older_one(output_dir, 
         assert e.value.checkpoint_path == newest and "model.ckpt-3" in message
     # from_pretrained on the output_dir.
     config_file = str(tmp_path / "bert_config.json")
-    write_config(tiny_config(), config_file)
+    write_config(one_layer_config(), config_file)
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("".join(
         "%s\n" % t for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -225,7 +225,7 @@ def test_a_users_checkpoint_is_refused_not_replaced_by_an_older_one(output_dir, 
 
 @pytest.mark.slow
 def test_checkpoint_callback_resumes_from_the_newest_readable_checkpoint(tmp_path, caplog):
-    config = tiny_config()
+    config = one_layer_config()
     init = keras_init_checkpoint("pretrainer", config, tmp_path / "init" / "bert_model.ckpt")
     batches = random_batches(5, seed=9)
 

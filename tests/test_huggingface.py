@@ -602,6 +602,41 @@ def test_each_bad_directory_is_one_line_naming_it_and_nothing_is_written(saved, 
     assert not [n for n in os.listdir(tmp_path) if "tmp" in n]
 
 
+def test_a_fine_tuned_output_dir_becomes_a_sequence_classification_directory(saved, tmp_path):
+    """run_classifier's output_dir (model.ckpt-N with Adam slots and global_step, no config or
+    vocab beside it) -> bert-convert-checkpoint -> BertForSequenceClassification."""
+    values = saved["classifier"]["values"]
+    output_dir = tmp_path / "mrpc_output"
+    os.makedirs(output_dir)
+    trained = dict(values)
+    for name in list(values):
+        trained[name + "/adam_m"] = np.ones_like(values[name])
+        trained[name + "/adam_v"] = np.ones_like(values[name])
+    trained["global_step"] = np.int64(12)
+    checkpoint.write_checkpoint(str(output_dir / "model.ckpt-12"), trained)
+    google = saved["classifier"]["google"]
+    toolrun.run_tool("convert_checkpoint", [
+        "--from=google", "--to=huggingface", "--input=%s" % output_dir,
+        "--bert_config_file=" + os.path.join(google, "bert_config.json"),
+        "--vocab_file=" + saved["vocab"], "--do_lower_case=False",
+        "--output_dir=%s" % (tmp_path / "mrpc_hf")])
+    directory = str(tmp_path / "mrpc_hf")
+    with open(os.path.join(directory, "config.json")) as f:
+        config = json.load(f)
+    assert config["architectures"] == ["BertForSequenceClassification"]
+    assert config["num_labels"] == 3
+    tensors = _safetensors(directory)
+    assert not any("adam" in n or "global_step" in n for n in tensors)
+    np.testing.assert_array_equal(tensors["classifier.weight"], values["output_weights"])
+    np.testing.assert_array_equal(tensors["bert.pooler.dense.weight"],
+                                  values["bert/pooler/dense/kernel"].T)
+    # The same directory save_pretrained writes from the classifier itself.
+    saved_hf = _safetensors(saved["classifier"]["hf"])
+    assert set(tensors) == set(saved_hf)
+    for name, value in saved_hf.items():
+        np.testing.assert_array_equal(tensors[name], value, err_msg=name)
+
+
 def test_the_converter_refuses_the_wrong_format_and_a_full_output_dir(saved, tmp_path):
     errors = toolrun.user_errors_here("convert_checkpoint", [
         ("hf as google", ["--from=google", "--to=huggingface",

@@ -15,6 +15,7 @@ float32 [lines, hidden_size] `.npy`, in the file's order.
 import math
 import os
 
+from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
 import keras
 import numpy as np
 import tensorflow as tf
