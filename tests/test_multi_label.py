@@ -10,6 +10,8 @@
   with the multi-label keys, test_results.tsv one column per label (in the
   order of labels.txt); bad inputs are one-line errors before anything is
   written.
+* The export (slow): the serving signatures return per-label probabilities,
+  the multi-hot predictions and the labels over the threshold.
 """
 
 import os
@@ -272,3 +274,31 @@ def test_cli_exits_2_on_an_empty_label_list(files):
     assert rc == 2, err[-3000:]
     assert "line 1: empty label list" in err and "Traceback" not in err
     assert not output_dir.exists()
+
+
+@pytest.mark.slow
+def test_export_serves_per_label_probabilities_and_the_labels_over_the_threshold(files):
+    from bert_tf.export.saved_model import export_saved_model
+    output_dir = files["tmp"] / "out"
+    if not (output_dir / "checkpoint").exists():
+        toolrun.run_tool("run_classifier", _flags(files, output_dir, do_eval="false",
+                                                  do_predict="false"))
+    # A high threshold, then a low one: no label, then every label.
+    served = {}
+    for threshold in (0.999, 0.001):
+        path = export_saved_model("multilabel", files["config"], files["vocab"], True,
+                                  str(output_dir), str(files["tmp"] / "export"),
+                                  max_seq_length=16, version=int(threshold * 1000) + 1,
+                                  multi_label=True, multi_label_threshold=threshold,
+                                  data_dir=files["data_dir"])
+        signature = tf.saved_model.load(path).signatures["serving_default"]
+        served[threshold] = signature(text_a=tf.constant(["the ball and a song", "soup"]),
+                                      text_b=tf.constant(["", ""]))
+    probabilities = served[0.001]["probabilities"].numpy()
+    assert probabilities.shape == (2, 3)
+    assert np.all((probabilities > 0.001) & (probabilities < 0.999))
+    assert list(served[0.999]["label"].numpy()) == [b"", b""]
+    assert list(served[0.001]["label"].numpy()) == [b"music,sport,food"] * 2
+    np.testing.assert_array_equal(served[0.001]["predictions"].numpy(), np.ones((2, 3)))
+    np.testing.assert_allclose(served[0.999]["probabilities"].numpy(), probabilities,
+                               atol=1e-6)
