@@ -17,6 +17,12 @@ stopped with an IndexError or a KeyError traceback).
 Records: one `tf.train.Example` per example with `input_ids`, `input_mask`,
 `segment_ids`, `label_ids` and `is_real_example`, as the original writes them.
 
+Multi-label (new, run_classifier --multi_label): an example's label is a list
+of labels (the label column a comma-separated list, `check_labels`); its
+record's `label_ids` is a fixed-length multi-hot int64 feature [num_labels]
+(1 at each of its labels' indices into `get_labels()`). The `multilabel`
+task (`MultiLabelProcessor`) reads such a TSV without a header.
+
 Port note: map entries are serialized in sorted key order (protobuf's
 deterministic serialization). The original calls `SerializeToString()`, whose
 map order under protobuf 7 (upb) changes from process to process; its records
@@ -261,6 +267,7 @@ class DataProcessor(object):
 
     task_name = None
     is_regression = False
+    multi_label = False
     files = {}
     header = True
 
@@ -352,6 +359,32 @@ class DataProcessor(object):
             raise row.error("label %r is not one of the %s task's labels %s"
                             % (label, self.get_task_name(), ", ".join(repr(l) for l in labels)))
         return label
+
+    def check_labels(self, text, row):
+        """A multi-label example's labels: `text` split on commas, each checked.
+
+        Spaces around a label are dropped; a label listed twice counts once.
+
+        Raises:
+          UserError: the list is empty (or has an empty entry), or a label is
+            not one of `get_labels()`, naming the file and line.
+        """
+        labels = [label.strip() for label in text.split(",")]
+        if not any(labels):
+            raise row.error("empty label list (the %s task needs at least one label, "
+                            "comma-separated)" % self.get_task_name())
+        if not all(labels):
+            raise row.error("empty label in the label list %r" % text)
+        known = self.get_labels()
+        result = []
+        for label in labels:
+            if label not in known:
+                raise row.error("label %r is not one of the %s task's labels %s"
+                                % (label, self.get_task_name(),
+                                   ", ".join(repr(l) for l in known)))
+            if label not in result:
+                result.append(label)
+        return result
 
     def _read_examples(self, data_dir, split, set_type=None):
         set_type = set_type or split
@@ -593,6 +626,82 @@ class StsbProcessor(_GluePairProcessor):
     test_text_columns = (7, 8)
 
 
+class MultiLabelProcessor(DataProcessor):
+    """A generic multi-label task (`--task_name=multilabel --multi_label`), new.
+
+    `train.tsv`, `dev.tsv`, `test.tsv` in data_dir, no header, each row
+    `text_a<TAB>labels` or `text_a<TAB>text_b<TAB>labels`, the labels a
+    comma-separated list (at least one; test.tsv's are not read and may be
+    empty). The label set: `labels.txt` in data_dir (one label a line, in
+    the order of the model's outputs) when there is one, else every label of
+    train.tsv, sorted. `read_labels(data_dir)` reads it (run_classifier calls
+    it before `get_labels()`).
+    """
+
+    task_name = "multilabel"
+    files = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
+    header = False
+    multi_label = True
+    labels_file = "labels.txt"
+
+    def __init__(self):
+        self._labels = None
+
+    def read_labels(self, data_dir):
+        """Reads the label set from `labels.txt`, or train.tsv; returns it."""
+        path = os.path.join(data_dir, self.labels_file)
+        if fileio.exists(path):
+            labels = []
+            for line_number, line in enumerate(_iter_text_lines(path), 1):
+                label = line.strip()
+                if not label:
+                    continue
+                if "," in label:
+                    raise UserError("%s line %d: a label cannot hold a comma: %r"
+                                    % (path, line_number, label))
+                if label in labels:
+                    raise UserError("%s line %d: label %r is listed twice"
+                                    % (path, line_number, label))
+                labels.append(label)
+            if not labels:
+                raise UserError("%s: no labels" % path)
+        else:
+            found = set()
+            for row in self.read_rows(data_dir, "train"):
+                if len(row) < 2:
+                    raise row.error("%d tab-separated column(s); the %s task reads "
+                                    "text_a[, text_b], labels" % (len(row), self.task_name))
+                text = row.get(-1)
+                if not text.strip():
+                    raise row.error("empty label list (the %s task needs at least one "
+                                    "label, comma-separated)" % self.task_name)
+                found.update(label.strip() for label in text.split(",") if label.strip())
+            labels = sorted(found)
+            if not labels:
+                raise UserError("%s: no labels" % self.split_path(data_dir, "train"))
+        self._labels = labels
+        return list(labels)
+
+    def get_labels(self):
+        if self._labels is None:
+            raise UserError("the %s task reads its labels from data_dir: call "
+                            "read_labels(data_dir) first" % self.task_name)
+        return list(self._labels)
+
+    def create_example(self, row, set_type):
+        guid = "%s-%s" % (set_type, row.index)
+        if len(row) < 2:
+            raise row.error("%d tab-separated column(s); the %s task reads "
+                            "text_a[, text_b], labels" % (len(row), self.task_name))
+        text_a = row.get(0)
+        text_b = row.get(1) if len(row) > 2 else None
+        if set_type == "test":
+            labels = []
+        else:
+            labels = self.check_labels(row.get(-1), row)
+        return InputExample(guid, text_a, text_b, labels)
+
+
 # --------------------------------------------------------------------------
 # Registry.
 # --------------------------------------------------------------------------
@@ -611,6 +720,7 @@ PROCESSORS = collections.OrderedDict([
     ("wnli", WnliProcessor),
     ("sts-b", StsbProcessor),
     ("stsb", StsbProcessor),
+    ("multilabel", MultiLabelProcessor),
 ])
 
 
@@ -650,7 +760,7 @@ def get_processor(task_name):
 # --------------------------------------------------------------------------
 
 def convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer,
-                           is_regression=False):
+                           is_regression=False, multi_label=False):
     """Converts a single `InputExample` into a single `InputFeatures`.
 
     `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]` (see `build_pair_features`);
@@ -665,6 +775,8 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
       max_seq_length: int.
       tokenizer: `FullTokenizer`.
       is_regression: if True, label_id is `float(example.label)`.
+      multi_label: if True, `example.label` is a list of labels (or a
+        comma-separated str) and label_id a multi-hot list [len(label_list)].
 
     Returns:
       `InputFeatures`.
@@ -677,7 +789,8 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
             input_ids=[0] * max_seq_length,
             input_mask=[0] * max_seq_length,
             segment_ids=[0] * max_seq_length,
-            label_id=0.0 if is_regression else 0,
+            label_id=(0.0 if is_regression else
+                      [0] * len(label_list) if multi_label else 0),
             is_real_example=False)
 
     tokens_a = tokenizer.tokenize(example.text_a)
@@ -686,6 +799,8 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
 
     if is_regression:
         label_id = float(example.label)
+    elif multi_label:
+        label_id = multi_hot(example, label_list)
     else:
         label_map = {}
         for (i, label) in enumerate(label_list):
@@ -704,8 +819,8 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
         logging.debug("input_ids: %s", " ".join(str(x) for x in features.input_ids))
         logging.debug("input_mask: %s", " ".join(str(x) for x in features.input_mask))
         logging.debug("segment_ids: %s", " ".join(str(x) for x in features.segment_ids))
-        if is_regression:
-            logging.debug("label: %s (score = %r)", example.label, label_id)
+        if is_regression or multi_label:
+            logging.debug("label: %s (label_ids = %r)", example.label, label_id)
         else:
             logging.debug("label: %s (id = %d)", example.label, label_id)
 
@@ -717,15 +832,36 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
         is_real_example=True)
 
 
+def multi_hot(example, label_list):
+    """The multi-hot list [len(label_list)] of a multi-label example's labels.
+
+    `example.label`: a list of labels, or a comma-separated str.
+
+    Raises:
+      UserError: a label is not in `label_list`.
+    """
+    labels = example.label
+    if isinstance(labels, str):
+        labels = [label.strip() for label in labels.split(",") if label.strip()]
+    index = {label: i for i, label in enumerate(label_list)}
+    ids = [0] * len(label_list)
+    for label in labels or ():
+        if label not in index:
+            raise UserError("example %s: label %r is not one of the labels %s"
+                            % (example.guid, label, ", ".join(repr(l) for l in label_list)))
+        ids[index[label]] = 1
+    return ids
+
+
 def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
-                                 is_regression=False):
+                                 is_regression=False, multi_label=False):
     """`InputExample`s -> a list of `InputFeatures` (the original's in-memory variant)."""
     features = []
     for ex_index, example in enumerate(examples):
         if ex_index % _PROGRESS_EVERY == 0:
             logging.info("Writing example %d of %d", ex_index, len(examples))
         features.append(convert_single_example(ex_index, example, label_list, max_seq_length,
-                                               tokenizer, is_regression))
+                                               tokenizer, is_regression, multi_label))
     return features
 
 
@@ -743,6 +879,8 @@ def features_to_example(feature, is_regression=False):
     if is_regression:
         features["label_ids"] = tf.train.Feature(
             float_list=tf.train.FloatList(value=[feature.label_id]))
+    elif isinstance(feature.label_id, (list, tuple)):
+        features["label_ids"] = int_feature(feature.label_id)  # multi-hot (multi-label)
     else:
         features["label_ids"] = int_feature([feature.label_id])
     features["is_real_example"] = int_feature([int(feature.is_real_example)])
@@ -751,7 +889,7 @@ def features_to_example(feature, is_regression=False):
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
                                             output_file, is_regression=False,
-                                            progress_every=None):
+                                            progress_every=None, multi_label=False):
     """Converts a set of `InputExample`s to a TFRecord file, written atomically.
 
     One `tf.train.Example` per example (`FEATURE_NAMES`, all int64; for
@@ -779,7 +917,7 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
                 if ex_index % _PROGRESS_EVERY == 0:
                     logging.info("Writing example %d of %d", ex_index, len(examples))
                 feature = convert_single_example(ex_index, example, label_list, max_seq_length,
-                                                 tokenizer, is_regression)
+                                                 tokenizer, is_regression, multi_label)
                 # Port note: deterministic (sorted-key) serialization, see the module docstring.
                 writer.write(features_to_example(feature, is_regression)
                              .SerializeToString(deterministic=True))
@@ -800,13 +938,18 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
     return len(examples)
 
 
-def name_to_features(seq_length, is_regression=False):
+def name_to_features(seq_length, is_regression=False, num_labels=None):
     """The record spec of the original `file_based_input_fn_builder`.
 
     input_ids, input_mask, segment_ids: int64 [seq_length]; label_ids (float32
-    for regression) and is_real_example: int64 scalars.
+    for regression) and is_real_example: int64 scalars. `num_labels` (a
+    multi-label task's): label_ids is multi-hot int64 [num_labels].
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    if num_labels:
+        spec = name_to_features(seq_length)
+        spec["label_ids"] = tf.io.FixedLenFeature([num_labels], tf.int64)
+        return spec
     return {
         "input_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
         "input_mask": tf.io.FixedLenFeature([seq_length], tf.int64),

@@ -17,7 +17,10 @@ signatures:
                      -> the same
     serve_examples   examples: string [batch] (serialized tf.train.Example in
                      run_classifier's record schema) -> the same
-    (regression, sts-b: `score` float32 [batch] instead of probabilities/label)
+    (regression, sts-b: `score` float32 [batch] instead of probabilities/label;
+    multi_label=True: `probabilities` the per-label sigmoid, `predictions`
+    int32 [batch, num_labels] multi-hot at the threshold, `label` string
+    [batch] the labels over the threshold, comma-separated)
 
   fill_mask (task_name "fill_mask"; `bert_tf.export.fill_mask`, any release):
     serving_default  text: string [batch] with "[MASK]"s -> token_ids int32, token_strings
@@ -82,6 +85,7 @@ from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
 from bert_tf.tasks import embeddings
 from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.tasks.classifier import check_threshold
 from bert_tf.tasks.pretraining import BertPretrainer
 from bert_tf.tasks.squad import BertSquad
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
@@ -100,8 +104,10 @@ VOCAB_ASSET = "vocab.txt"
 # ---------------------------------------------------------------------------
 
 
-def task_spec(task_name):
+def task_spec(task_name, data_dir=None):
     """(kind, labels, is_regression) of a task: "classifier", ENCODER, SQUAD, FILL_MASK, EMBEDDINGS.
+
+    `data_dir`: where a task that reads its labels from data (`multilabel`) finds them.
 
     Raises:
       UserError: an unknown task, listing the known ones.
@@ -119,6 +125,11 @@ def task_spec(task_name):
         raise UserError("Task not found: %s (known: %s, %s, %s, %s, %s)" % (
             key, ", ".join(classifier_data.PROCESSORS), SQUAD, ENCODER, FILL_MASK, EMBEDDINGS))
     processor = classifier_data.get_processor(key)
+    if hasattr(processor, "read_labels"):
+        if not data_dir:
+            raise UserError("--task_name=%s reads its labels from --data_dir (labels.txt or "
+                            "train.tsv): pass --data_dir" % key)
+        processor.read_labels(data_dir)
     labels = [str(label) for label in processor.get_labels()]
     return CLASSIFIER, labels, processor.is_regression
 
@@ -158,7 +169,8 @@ def check_checkpoint(checkpoint_prefix, config, kind, num_labels=None,
                                if checkpoint_lib.head_of(name) == CLASSIFIER else ""))
 
 
-def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision=None):
+def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision=None,
+               multi_label=False):
     """The model of `kind` with every variable from the checkpoint (strict).
 
     Built in float32 (whatever the process's policy is), or for inference in
@@ -168,7 +180,7 @@ def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision
     """
     with precision.inference_policy(mixed_precision):
         if kind == CLASSIFIER:
-            model = BertClassifier(config, num_labels)
+            model = BertClassifier(config, num_labels, multi_label=multi_label)
         elif kind == SQUAD:
             model = BertSquad(config)
         elif kind == FILL_MASK:
@@ -300,16 +312,25 @@ class ClassifierServingModule(_ServingModule):
       is_regression: bool (STS-B): the signatures return `score`.
       max_seq_length, vocab_file: see `_ServingModule`.
 
+      multi_label, threshold: a multi-label classifier and its decision threshold.
+
     Returns (every signature): `probabilities` float32 [batch_size, num_labels]
     (softmax of the logits, as `test_results.tsv`) and `label` string
     [batch_size] (the label of the argmax); regression: `score` float32
-    [batch_size].
+    [batch_size]; multi-label: `probabilities` (a sigmoid per label),
+    `predictions` int32 [batch_size, num_labels] (1 where the probability is
+    at least the threshold) and `label` string [batch_size] (those labels,
+    comma-separated, in the labels' order; "" for none).
     """
 
     def __init__(self, model, tokenizer, labels, is_regression, max_seq_length, vocab_file,
-                 name="classifier_serving"):
+                 name="classifier_serving", multi_label=False, threshold=0.5):
         super().__init__(model, tokenizer, max_seq_length, vocab_file, name=name)
         self.is_regression = bool(is_regression)
+        self._multi_label = bool(multi_label) and not self.is_regression
+        self._threshold = float(threshold)
+        if self._multi_label:
+            self.threshold = tf.Variable(self._threshold, trainable=False, name="threshold")
         self._labels = None if self.is_regression else [str(label) for label in labels]
         if self._labels is not None:
             self.labels = tf.Variable(self._labels, trainable=False, name="labels")
@@ -323,6 +344,14 @@ class ClassifierServingModule(_ServingModule):
                          tf.float32)  # [B, num_labels]
         if self.is_regression:
             return {"score": tf.reshape(logits, [-1])}  # [B]
+        if self._multi_label:
+            probabilities = tf.sigmoid(logits)  # [B, num_labels]
+            over = probabilities >= self._threshold  # [B, num_labels]
+            names = tf.broadcast_to(tf.constant(self._labels), tf.shape(over))
+            label = tf.strings.reduce_join(tf.ragged.boolean_mask(names, over), axis=-1,
+                                           separator=",")  # [B]
+            return {"probabilities": probabilities,
+                    "predictions": tf.cast(over, tf.int32), "label": label}
         probabilities = tf.nn.softmax(logits, axis=-1)  # [B, num_labels]
         label = tf.gather(tf.constant(self._labels), tf.argmax(probabilities, axis=-1))  # [B]
         return {"probabilities": probabilities, "label": label}
@@ -483,7 +512,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
                        export_dir, max_seq_length=128, version=None, format="saved_model",  # pylint: disable=redefined-builtin
                        doc_stride=128, max_query_length=64, n_best_size=20,
                        max_answer_length=30, mixed_precision=None, top_k=5, pooling=None,
-                       normalize=None):
+                       normalize=None, multi_label=False, multi_label_threshold=0.5,
+                       data_dir=None):
     """Exports a checkpoint as `export_dir/<version>/` (see the module docstring).
 
     Every input is checked before anything is written: the export directory,
@@ -513,6 +543,10 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
       pooling, normalize: task "embeddings" only: "cls", "mean" or "max";
         L2-normalize. None: the checkpoint directory's embedding_config.json
         (bert-run-embeddings writes it), else "mean" and False.
+      multi_label, multi_label_threshold: a classifier trained with
+        run_classifier's --multi_label, and its decision threshold.
+      data_dir: where task "multilabel" reads its labels (labels.txt, else
+        train.tsv).
 
     Returns:
       str, the version directory written.
@@ -532,7 +566,11 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         config = BertConfig.from_json_file(bert_config_file)
     if format not in FORMATS:
         raise UserError("--format must be one of %s, got %r" % ("|".join(FORMATS), format))
-    kind, labels, is_regression = task_spec(task_name)
+    kind, labels, is_regression = task_spec(task_name, data_dir)
+    if multi_label and (kind != CLASSIFIER or is_regression):
+        raise UserError("--multi_label is for a classification task (not %s)" % task_name)
+    if multi_label:
+        check_threshold(multi_label_threshold, "--multi_label_threshold")
     if mixed_precision not in precision.MIXED_PRECISION:
         raise UserError("--mixed_precision must be one of bf16|fp16 (or empty), got %r"
                         % (mixed_precision,))
@@ -572,12 +610,15 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
             logs.result("Exported %s (TF Hub format) from %s to %s", task_name, prefix, final_dir)
             return final_dir
 
-        model = load_model(kind, config, prefix, num_labels, mixed_precision)
+        model = load_model(kind, config, prefix, num_labels, mixed_precision,
+                           multi_label=multi_label)
         phases.done("checkpoint loaded into the %s model", kind)
         tokenizer = GraphTokenizer(vocab_file, do_lower_case)
         if kind == CLASSIFIER:
             module = ClassifierServingModule(model, tokenizer, labels, is_regression,
-                                             max_seq_length, vocab_file)
+                                             max_seq_length, vocab_file,
+                                             multi_label=multi_label,
+                                             threshold=multi_label_threshold)
             signatures = module.signatures()
         elif kind == ENCODER:
             module = EncoderServingModule(model, tokenizer, max_seq_length, vocab_file)

@@ -112,6 +112,8 @@ def log_run(title, **values):
 def write_test_results(output_predict_file, predictions, is_regression=False):
     """`test_results.tsv` as the original: per example, its class probabilities tab-separated.
 
+    Multi-label: the per-label probabilities (sigmoid), one column per label.
+
     Args:
       predictions: dict with `probabilities` float32 [num_examples, num_labels]
         (regression: `predictions` float32 [num_examples], one score a line).
@@ -232,6 +234,8 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
       for what ran.
     """
     is_regression = task.is_regression
+    # Multi-label: multi-hot label_ids [num_labels] of 0 and 1 (see classifier_data).
+    multi_label = getattr(task, "multi_label", False)
     # A failure before training, evaluation or prediction produce anything
     # removes the records this run wrote (and output_dir, if it made it). The
     # lock (the chief's) keeps a second run off output_dir while this one lives.
@@ -242,9 +246,12 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
         trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
         inputs.enabled = trainer.is_chief
 
-        spec = classifier_data.name_to_features(max_seq_length, is_regression)
-        limits = record_limits(task, max_seq_length,
-                               num_labels=None if is_regression else len(label_list))
+        spec = classifier_data.name_to_features(
+            max_seq_length, is_regression, num_labels=len(label_list) if multi_label else None)
+        limits = record_limits(task, max_seq_length, num_labels=(
+            None if is_regression or multi_label else len(label_list)))
+        if multi_label:
+            limits["label_ids"] = (2, None)  # multi-hot: 0 or 1
         results = {}
 
         def finite_input(name, split_examples, batch_size, title):
@@ -252,7 +259,7 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
             path = inputs.add(os.path.join(output_dir, name))
             classifier_data.file_based_convert_examples_to_features(
                 split_examples, label_list, max_seq_length, tokenizer, path,
-                is_regression=is_regression)
+                is_regression=is_regression, multi_label=multi_label)
             data = input_pipeline.finite_records_input(path, spec, len(split_examples), batch_size,
                                                        limits=limits)
             log_run(title, num_examples="%d (%d actual, %d padding)" % (
@@ -275,7 +282,7 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
             train_file = inputs.add(os.path.join(output_dir, "train.tf_record"))
             classifier_data.file_based_convert_examples_to_features(
                 train_examples, label_list, max_seq_length, tokenizer, train_file,
-                is_regression=is_regression)
+                is_regression=is_regression, multi_label=multi_label)
             log_run("Running training", num_examples=len(train_examples),
                     batch_size=train_batch_size, num_steps=num_train_steps)
             train_on_records(trainer, train_file, spec, limits, train_batch_size,

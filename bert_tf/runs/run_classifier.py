@@ -21,6 +21,7 @@ from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
 from bert_tf.tasks.classifier import ClassifierTask
+from bert_tf.tasks.classifier import check_threshold
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
 
@@ -30,7 +31,8 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
                    do_train=False, do_eval=False, do_predict=False, train_batch_size=32,
                    eval_batch_size=8, predict_batch_size=8, learning_rate=5e-5,
                    num_train_epochs=3.0, warmup_proportion=0.1, save_checkpoints_steps=1000,
-                   iterations_per_loop=1000, scale_out=ScaleOut(), dev_eval=DevEval()):
+                   iterations_per_loop=1000, scale_out=ScaleOut(), dev_eval=DevEval(),
+                   multi_label=False, multi_label_threshold=0.5):
     """Trains, evaluates and predicts as the original `run_classifier.main` did.
 
     Args:
@@ -40,6 +42,10 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
         accumulation, optimizer, logging).
       dev_eval: a `DevEval`, the new flags of evaluation on dev.tsv while
         training (the best checkpoint, early stopping).
+      multi_label: bool (new): each example holds a list of labels (the
+        processor's `check_labels`); the task's `get_labels()` is the label
+        set (the `multilabel` task reads it from data_dir).
+      multi_label_threshold: float in (0, 1), the per-label decision threshold.
 
     Returns:
       dict with the eval results (key "eval") and the predictions ("predict")
@@ -62,8 +68,16 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
     bert_config.check_max_seq_length(max_seq_length, bert_config_file)
     tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
     processor = classifier_data.get_processor(task_name)
-    label_list = processor.get_labels()
     is_regression = processor.is_regression
+    if getattr(processor, "multi_label", False) and not multi_label:
+        raise UserError("--task_name=%s is a multi-label task: pass --multi_label" % task_name)
+    if multi_label:
+        if is_regression:
+            raise UserError("--multi_label: --task_name=%s is a regression task" % task_name)
+        check_threshold(multi_label_threshold, "--multi_label_threshold")
+    if hasattr(processor, "read_labels"):
+        processor.read_labels(data_dir)
+    label_list = processor.get_labels()
     num_labels = 1 if is_regression else len(label_list)
     # The config against the checkpoint (its index alone), before anything is written.
     finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint,
@@ -72,7 +86,8 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
     tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
     examples = finetuning.classifier_examples(processor, data_dir, do_train, do_eval, do_predict,
                                               dev_eval=dev_eval.enabled)
-    task = ClassifierTask(bert_config, num_labels, is_regression=is_regression)
+    task = ClassifierTask(bert_config, num_labels, is_regression=is_regression,
+                          multi_label=multi_label, threshold=multi_label_threshold)
     return finetuning.train_evaluate_predict_classifier(
         task, examples, tokenizer, label_list, output_dir, "run_classifier", max_seq_length,
         train_batch_size, eval_batch_size, predict_batch_size, learning_rate, num_train_epochs,

@@ -15,7 +15,11 @@ replica step).
 
 New: regression (STS-B), with one output and the squared error
 `(logits[:, 0] - label)^2` as the per-example loss, evaluated with Pearson's
-and Spearman's correlations; raw-text input through a `BertPreprocessor`.
+and Spearman's correlations; multi-label classification (`multi_label=True`:
+the same head, a sigmoid per label and the binary cross-entropy averaged over
+the labels, `label_ids` multi-hot [batch_size, num_labels], evaluated with
+micro/macro F1, micro precision and recall and the exact match at a decision
+threshold); raw-text input through a `BertPreprocessor`.
 """
 
 from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
@@ -48,6 +52,13 @@ class BertClassifier(TaskModel, keras.Model):
       num_labels: int, the number of classes (1 for regression).
       is_regression: bool; `fit` then trains the squared error of
         `logits[:, 0]` against float labels (STS-B; num_labels must be 1).
+      multi_label: bool; each example holds any number of the labels:
+        `label_ids` multi-hot int [batch_size, num_labels], a sigmoid per
+        label and the binary cross-entropy (mean over labels); `evaluate`
+        returns `eval_loss`, `micro_f1`, `macro_f1`, `micro_precision`,
+        `micro_recall`, `exact_match` and `loss`; `predict` per-label
+        `probabilities` and `predictions` (multi-hot, at the threshold).
+      threshold: float, the per-label decision threshold of multi_label (0.5).
       preprocessor: (optional) a `bert_tf.tokenization.preprocessor.BertPreprocessor`;
         the model then also takes raw text (see Call args).
       name: the wrapper's name (stripped from the TF1 names by `bert_tf.modeling.checkpoint`).
@@ -91,7 +102,7 @@ class BertClassifier(TaskModel, keras.Model):
     """
 
     def __init__(self, config, num_labels, is_regression=False, preprocessor=None,
-                 name="bert_classifier", **kwargs):
+                 name="bert_classifier", multi_label=False, threshold=0.5, **kwargs):
         super().__init__(name=name, **kwargs)
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
@@ -101,6 +112,12 @@ class BertClassifier(TaskModel, keras.Model):
         if self.is_regression and self.num_labels != 1:
             raise UserError("BertClassifier: is_regression=True needs num_labels=1, got %d"
                             % self.num_labels)
+        self.multi_label = bool(multi_label)
+        self.threshold = float(threshold)
+        if self.multi_label and self.is_regression:
+            raise UserError("BertClassifier: multi_label=True and is_regression=True exclude "
+                            "each other")
+        check_threshold(self.threshold, "BertClassifier: threshold")
         if preprocessor is not None:
             from bert_tf.tokenization.preprocessor import check_preprocessor  # pylint: disable=g-import-not-at-top
             check_preprocessor(preprocessor, config, "BertClassifier")
@@ -117,7 +134,8 @@ class BertClassifier(TaskModel, keras.Model):
             {"logits": logits, "pooled_output": outputs["pooled_output"]}, outputs)
 
     def make_task(self):
-        return ClassifierTask(self.config, self.num_labels, is_regression=self.is_regression)
+        return ClassifierTask(self.config, self.num_labels, is_regression=self.is_regression,
+                              multi_label=self.multi_label, threshold=self.threshold)
 
     def get_config(self):
         config = super().get_config()
@@ -125,6 +143,8 @@ class BertClassifier(TaskModel, keras.Model):
             "config": self.config.to_dict(),
             "num_labels": self.num_labels,
             "is_regression": self.is_regression,
+            "multi_label": self.multi_label,
+            "threshold": self.threshold,
             "preprocessor": (None if self.preprocessor is None
                              else keras.saving.serialize_keras_object(self.preprocessor)),
         })
@@ -151,6 +171,65 @@ def classification_example_loss(logits, label_ids):
                                 dtype=tf.float32)
     per_example_loss = -tf.reduce_sum(one_hot_labels * log_probs, axis=-1)
     return per_example_loss, tf.nn.softmax(logits, axis=-1), log_probs
+
+
+def multi_label_example_loss(logits, label_ids):
+    """(per_example_loss [batch_size], probabilities [batch_size, num_labels]) (new).
+
+    The binary cross-entropy of a sigmoid per label, averaged over the labels:
+    per_example_loss = mean_j(-y_j log sigmoid(z_j) - (1 - y_j) log(1 - sigmoid(z_j))).
+
+    Args:
+      logits: float32 [batch_size, num_labels].
+      label_ids: multi-hot (0/1) [batch_size, num_labels], any numeric dtype.
+    """
+    logits = tf.cast(logits, tf.float32)
+    labels = tf.reshape(tf.cast(label_ids, tf.float32), tf.shape(logits))
+    per_label = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
+    return tf.reduce_mean(per_label, axis=-1), tf.sigmoid(logits)
+
+
+def check_threshold(threshold, name):
+    """UserError unless 0 < threshold < 1 (a multi-label decision threshold)."""
+    if not 0.0 < threshold < 1.0:
+        raise UserError("%s must be in (0, 1), got %r" % (name, threshold))
+
+
+def multi_label_metrics(probabilities, label_ids, threshold=0.5):
+    """Micro/macro F1, micro precision/recall and exact match of multi-label predictions.
+
+    A label is predicted when its probability is >= threshold. Micro: the
+    true/false positives and false negatives counted over every (example,
+    label) pair; macro: the mean over labels of each label's F1 (0 for a
+    label with no true positive, predicted or not); exact_match: the share of
+    examples whose predicted label set is exactly their label set.
+
+    Args:
+      probabilities: float [num_examples, num_labels].
+      label_ids: multi-hot (0/1) [num_examples, num_labels].
+
+    Returns:
+      dict of float: micro_f1, macro_f1, micro_precision, micro_recall, exact_match.
+    """
+    predicted = np.asarray(probabilities, np.float64) >= threshold
+    truth = np.asarray(label_ids).reshape(predicted.shape) > 0
+    tp = np.sum(predicted & truth, axis=0).astype(np.float64)
+    fp = np.sum(predicted & ~truth, axis=0).astype(np.float64)
+    fn = np.sum(~predicted & truth, axis=0).astype(np.float64)
+
+    def f1(tp, fp, fn):
+        denominator = 2 * tp + fp + fn
+        return np.where(denominator > 0, 2 * tp / np.maximum(denominator, 1), 0.0)
+
+    total_tp, total_fp, total_fn = tp.sum(), fp.sum(), fn.sum()
+    return {
+        "micro_f1": float(f1(total_tp, total_fp, total_fn)),
+        "macro_f1": float(np.mean(f1(tp, fp, fn))) if tp.size else 0.0,
+        "micro_precision": float(total_tp / (total_tp + total_fp)) if total_tp + total_fp else 0.0,
+        "micro_recall": float(total_tp / (total_tp + total_fn)) if total_tp + total_fn else 0.0,
+        "exact_match": (float(np.mean(np.all(predicted == truth, axis=-1)))
+                        if len(predicted) else 0.0),
+    }
 
 
 def regression_example_loss(logits, labels):
@@ -194,6 +273,12 @@ def _label_ids(features):
     return tf.reshape(tf.cast(features["label_ids"], tf.int32), [-1])
 
 
+def _exact_matches(predictions, label_ids):
+    """float32 [batch_size]: 1 where the predicted multi-hot row equals the labels'."""
+    labels = tf.reshape(tf.cast(label_ids, tf.int32), tf.shape(predictions))
+    return tf.cast(tf.reduce_all(tf.equal(predictions, labels), axis=-1), tf.float32)
+
+
 class ClassifierTask(Task):
     """Classification (or regression) on the pooled output (original: `run_classifier.model_fn`).
 
@@ -207,20 +292,37 @@ class ClassifierTask(Task):
     original's; regression: `logits` and `predictions`), plus `label_ids`
     when the features hold them.
 
+    Multi-label (new, `multi_label=True`): `label_ids` multi-hot
+    [batch_size, num_labels]; the per-example loss is the binary
+    cross-entropy averaged over the labels (`multi_label_example_loss`), the
+    mean over the batch as the original's; training logs `exact_match`;
+    evaluation `eval_loss`, `loss` and, from every prediction,
+    `multi_label_metrics` at `threshold`; predictions `logits`, per-label
+    `probabilities` (sigmoid) and `predictions` (multi-hot int32).
+
     Args:
       config: `BertConfig`.
       num_labels: int (ignored for regression, which has one output).
       is_regression: bool.
+      multi_label: bool.
+      threshold: float in (0, 1), multi_label's per-label decision threshold.
     """
 
     name = "classifier"
     label_keys = ("label_ids",)
 
-    def __init__(self, config, num_labels, is_regression=False):
+    def __init__(self, config, num_labels, is_regression=False, multi_label=False,
+                 threshold=0.5):
         super().__init__(config)
         self.is_regression = bool(is_regression)
         self.num_labels = 1 if self.is_regression else int(num_labels)
-        if self.is_regression:
+        self.multi_label = bool(multi_label) and not self.is_regression
+        self.threshold = float(threshold)
+        check_threshold(self.threshold, "threshold")
+        if self.multi_label:
+            self.metric_sum_keys = ("exact", "examples")
+            self.eval_sum_keys = ("weight", "loss_sum")
+        elif self.is_regression:
             self.metric_sum_keys = ("squared_error", "examples")
             self.eval_sum_keys = ("weight", "loss_sum")
         else:
@@ -228,10 +330,14 @@ class ClassifierTask(Task):
             self.eval_sum_keys = ("weight", "loss_sum", "correct")
 
     def build_model(self):
-        return BertClassifier(self.config, self.num_labels, is_regression=self.is_regression)
+        return BertClassifier(self.config, self.num_labels, is_regression=self.is_regression,
+                              multi_label=self.multi_label, threshold=self.threshold)
 
     def _example_losses(self, logits, label_ids):
-        """(per_example_loss, predictions): class ids, or scores for regression."""
+        """(per_example_loss, predictions): class ids, multi-hot, or scores for regression."""
+        if self.multi_label:
+            per_example_loss, probabilities = multi_label_example_loss(logits, label_ids)
+            return per_example_loss, tf.cast(probabilities >= self.threshold, tf.int32)
         if self.is_regression:
             return regression_example_loss(logits, label_ids)
         # Class ids as int32 whatever a user's dataset holds (float labels of a
@@ -247,7 +353,9 @@ class ClassifierTask(Task):
         logits = model(features, training=training)["logits"]
         per_example_loss, predictions = self._example_losses(logits, features["label_ids"])
         loss = tf.reduce_sum(per_example_loss) / normalizers["examples"]
-        if self.is_regression:
+        if self.multi_label:
+            first = tf.reduce_sum(_exact_matches(predictions, features["label_ids"]))
+        elif self.is_regression:
             first = tf.reduce_sum(per_example_loss)
         else:
             first = tf.reduce_sum(tf.cast(tf.equal(predictions, _label_ids(features)),
@@ -255,6 +363,8 @@ class ClassifierTask(Task):
         return loss, dict(zip(self.metric_sum_keys, (first, num_examples(features))))
 
     def train_metrics(self, sums):
+        if self.multi_label:
+            return {"exact_match": safe_div(sums["exact"], sums["examples"])}
         if self.is_regression:
             return {"mean_squared_error": safe_div(sums["squared_error"], sums["examples"])}
         return {"accuracy": safe_div(sums["correct"], sums["examples"])}
@@ -265,7 +375,7 @@ class ClassifierTask(Task):
         weights = real_example_weights(features)
         sums = {"weight": tf.reduce_sum(weights),
                 "loss_sum": tf.reduce_sum(weights * per_example_loss)}
-        if not self.is_regression:
+        if not self.is_regression and not self.multi_label:
             sums["correct"] = tf.reduce_sum(
                 weights * tf.cast(tf.equal(predictions, _label_ids(features)), tf.float32))
         return sums
@@ -276,21 +386,27 @@ class ClassifierTask(Task):
     def eval_results(self, sums, num_batches):
         results = {"eval_loss": safe_div(sums["loss_sum"], sums["weight"]),
                    "loss": safe_div(sums["batch_loss_sum"], num_batches)}
-        if not self.is_regression:
+        if not self.is_regression and not self.multi_label:
             results["eval_accuracy"] = safe_div(sums["correct"], sums["weight"])
         return results
 
-    # Regression's correlations need every prediction, not sums.
+    # Regression's correlations and multi-label's F1s need every prediction, not sums.
     @property
     def needs_eval_predictions(self):
-        return self.is_regression
+        return self.is_regression or self.multi_label
 
     @property
     def default_best_metric(self):
+        if self.multi_label:
+            return "micro_f1"
         return "pearson" if self.is_regression else "eval_accuracy"
 
     def eval_results_from_predictions(self, outputs):
-        """`pearson` and `spearman` of the predictions against the labels (regression)."""
+        """`pearson` and `spearman` of the predictions against the labels (regression);
+        multi-label: `multi_label_metrics` of the probabilities at the threshold."""
+        if self.multi_label:
+            return multi_label_metrics(outputs["probabilities"], outputs["label_ids"],
+                                       self.threshold)
         return {"pearson": pearson(outputs["predictions"], outputs["label_ids"]),
                 "spearman": spearman(outputs["predictions"], outputs["label_ids"])}
 
@@ -298,9 +414,16 @@ class ClassifierTask(Task):
         logits = model(features, training=False)["logits"]
         scores = tf.cast(logits, tf.float32)  # [B, num_labels]
         outputs = {"logits": logits}
-        if self.is_regression:
+        if self.multi_label:
+            outputs["probabilities"] = tf.sigmoid(scores)  # [B, num_labels]
+            outputs["predictions"] = tf.cast(outputs["probabilities"] >= self.threshold,
+                                             tf.int32)  # [B, num_labels]
+        elif self.is_regression:
             outputs["predictions"] = tf.reshape(scores, [-1])  # [B]
         else:
             outputs["probabilities"] = tf.nn.softmax(scores, axis=-1)  # [B, num_labels]
         outputs.update(passed_through(features, self.label_keys))
+        if self.multi_label and "label_ids" in features:
+            # Multi-hot rows [B, num_labels], not flattened.
+            outputs["label_ids"] = tf.reshape(features["label_ids"], [-1, self.num_labels])
         return outputs

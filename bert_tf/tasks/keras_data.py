@@ -53,6 +53,8 @@ class UserData(object):
         # A classification task's labels are class ids (ClassifierTask: is_regression False).
         self.num_classes = (None if getattr(model.task, "is_regression", True)
                             else getattr(model.task, "num_labels", None))
+        # A multi-label classifier's labels are multi-hot rows [n, num_labels].
+        self.multi_hot = getattr(model.task, "multi_label", False)
 
     def error(self, message, *args):
         return UserError("%s.%s: %s" % (self.name, self.method, message % args))
@@ -319,8 +321,18 @@ class UserData(object):
         """int32 [n] class ids (whole floats too: 1.0 is class 1), each in [0, num_classes).
 
         An id out of range would train on a zero one-hot row without a word.
+        Multi-label: int32 multi-hot rows [n, num_labels] of 0 and 1.
         """
         ids = labels.numpy() if tf.is_tensor(labels) else labels
+        if self.multi_hot:
+            if ids.ndim != 2 or ids.shape[1] != self.num_classes:
+                raise self.error("%s has shape %s; %s (multi_label, num_labels=%d) takes "
+                                 "multi-hot labels [n, %d]", name, list(ids.shape), self.name,
+                                 self.num_classes, self.num_classes)
+            bad = ids[(ids != 0) & (ids != 1)]
+            if bad.size:
+                raise self.error("%s holds %s; multi-hot labels are 0 or 1", name, bad[0])
+            return ids.astype(np.int32)
         if ids.ndim == 2 and ids.shape[1] == 1:
             ids = ids[:, 0]
         if ids.ndim != 1:

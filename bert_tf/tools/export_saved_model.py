@@ -73,6 +73,14 @@ FLAGS = (
     groups.boolean("normalize", None,
                    "task_name=embeddings: whether to L2-normalize the embeddings. Default: "
                    "the checkpoint directory's embedding_config.json, else False."),
+    groups.with_help(groups.MULTI_LABEL[0],
+                     "A classifier that run_classifier.py trained with --multi_label: the "
+                     "signatures return per-label probabilities (sigmoid), `predictions` "
+                     "(multi-hot) and `label` (the labels over the threshold, comma-separated)."),
+    groups.MULTI_LABEL[1],
+    groups.string("data_dir", None,
+                  "task_name=multilabel: the data dir whose labels.txt (else train.tsv) gives "
+                  "the labels, as run_classifier.py read them."),
     # SQuAD (task_name=squad): the flags of run_squad.py.
 ) + groups.SQUAD_WINDOWS + groups.SQUAD_ANSWERS
 

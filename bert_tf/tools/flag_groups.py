@@ -166,6 +166,17 @@ CLASSIFIER = ((DATA_DIR, TASK_NAME, OUTPUT_DIR, MAX_SEQ_LENGTH, DO_TRAIN, DO_EVA
                TRAIN_BATCH_SIZE, EVAL_BATCH_SIZE, PREDICT_BATCH_SIZE) + FINETUNING_SCHEDULE
               + SCALE_OUT + DEV_EVAL)
 CLASSIFIER_REQUIRED = ("data_dir", "task_name", "output_dir")
+# New (run_classifier): multi-label classification.
+MULTI_LABEL = (
+    boolean("multi_label", False,
+            "Multi-label classification: the label column holds a comma-separated list of "
+            "labels; a sigmoid per label and binary cross-entropy; eval_results.txt has "
+            "micro/macro F1, micro precision/recall and exact_match; test_results.tsv one "
+            "probability column per label. --task_name=multilabel reads a generic TSV "
+            "(text_a[, text_b], labels; labels.txt or train.tsv gives the label set)."),
+    float_("multi_label_threshold", 0.5,
+           "With --multi_label: a label is predicted when its probability is at least this."),
+)
 
 # ------------------------------------------------------------------ run_squad
 

@@ -23,6 +23,12 @@ flags of run_pretraining.py (--distribution_strategy, --num_gpus, --use_xla,
 --eval_every_steps evaluates on dev.tsv while training, keeps the best
 checkpoint in output_dir/best/ (used by --do_eval and --do_predict) and, with
 --early_stopping_patience, stops when the dev score no longer improves.
+--multi_label: the label column a comma-separated list of labels, a sigmoid
+per label (threshold --multi_label_threshold); eval_results.txt has eval_loss,
+micro_f1, macro_f1, micro_precision, micro_recall, exact_match;
+test_results.tsv one probability column per label. --task_name=multilabel
+reads train/dev/test.tsv of rows `text_a[<TAB>text_b]<TAB>labels` (no header),
+its labels from labels.txt in --data_dir, else from train.tsv.
 
 Also `python -m bert_tf.tools.run_classifier`; in a clone, `python tools/run_classifier.py`.
 """
@@ -38,7 +44,7 @@ def function():
     return run_classifier
 
 
-TOOL = cli.Tool(__name__, function, groups.MODEL + groups.CLASSIFIER,
+TOOL = cli.Tool(__name__, function, groups.MODEL + groups.CLASSIFIER + groups.MULTI_LABEL,
                 required=("vocab_file", "bert_config_file") + groups.CLASSIFIER_REQUIRED)
 
 
