@@ -27,14 +27,16 @@ LONGEST_FIRST = ("tests/test_exact_resume.py", "tests/test_lost_worker.py",
                  "tests/test_distribute.py", "tests/test_preemption.py",
                  "tests/test_keras_models.py", "tests/test_graph_tokenizer.py",
                  "tests/test_training.py", "tests/test_keras_inputs.py",
-                 "tests/test_dev_eval.py", "tests/tools/test_export_saved_model_tool.py",
+                 "tests/test_dev_eval.py", "tests/test_embeddings.py",
+                 "tests/test_multi_label.py", "tests/test_fill_mask.py",
+                 "tests/tools/test_export_saved_model_tool.py",
                  "tests/tools/test_run_classifier_tool.py", "tests/data/test_beam_pipeline.py",
                  "tests/test_export_squad.py", "tests/test_export.py",
                  "tests/test_classifier_tfhub.py", "tests/test_readme.py",
                  "tests/data/test_record_checks.py", "tests/test_broken_checkpoint.py",
                  "tests/tools/test_run_pretraining_tool.py", "tests/test_tokenization.py",
                  "tests/test_export_hub.py", "tests/test_recompute.py",
-                 "tests/test_original_model.py")
+                 "tests/test_original_model.py", "tests/test_huggingface.py")
 
 
 def pytest_collection_modifyitems(config, items):
