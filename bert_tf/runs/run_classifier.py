@@ -31,8 +31,8 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
                    do_train=False, do_eval=False, do_predict=False, train_batch_size=32,
                    eval_batch_size=8, predict_batch_size=8, learning_rate=5e-5,
                    num_train_epochs=3.0, warmup_proportion=0.1, save_checkpoints_steps=1000,
-                   iterations_per_loop=1000, scale_out=ScaleOut(), dev_eval=DevEval(),
-                   multi_label=False, multi_label_threshold=0.5):
+                   iterations_per_loop=1000, multi_label=False, multi_label_threshold=0.5,
+                   scale_out=ScaleOut(), dev_eval=DevEval()):
     """Trains, evaluates and predicts as the original `run_classifier.main` did.
 
     Args:
