@@ -62,6 +62,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf.errors import UserError
+from bert_tf.tokenization import huggingface as hf_tokenizer
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -322,14 +323,7 @@ def read_config(directory):
     path = os.path.join(directory, CONFIG_NAME)
     if not os.path.isfile(path):
         raise UserError("%s: no %s (not a Hugging Face BERT directory)" % (directory, CONFIG_NAME))
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except ValueError as e:
-        raise UserError("%s: not valid JSON (%s)" % (path, e))
-    if not isinstance(data, dict):
-        raise UserError("%s: expected a JSON object" % path)
-    return data
+    return hf_tokenizer.read_json_object(path)
 
 
 # ------------------------------------------------------------------ the directory
@@ -433,8 +427,8 @@ class SafetensorsReader(object):
                 with safe_open(path, framework="numpy") as f:
                     names = list(f.keys())
                     tf_layout = (f.metadata() or {}).get("format") == "tf"
-                    info = {n: (f.get_slice(n).get_shape(), f.get_slice(n).get_dtype())
-                            for n in names}
+                    slices = {n: f.get_slice(n) for n in names}
+                    info = {n: (s.get_shape(), s.get_dtype()) for n, s in slices.items()}
             except Exception as e:  # pylint: disable=broad-except (safetensors' own error type)
                 raise UnreadableWeightsError(path, "not a readable safetensors file (%s)"
                                              % str(e).splitlines()[0])
@@ -576,7 +570,6 @@ def write_directory(directory, tensors, config_dict, vocab_tokens, do_lower_case
       `directory`.
     """
     import safetensors.numpy  # pylint: disable=g-import-not-at-top
-    from bert_tf.tokenization import huggingface as hf_tokenizer  # pylint: disable=g-import-not-at-top
     architecture = architecture_of(tensors)
     num_labels = int(np.shape(tensors["output_weights"])[0]) if "output_weights" in tensors \
         else None

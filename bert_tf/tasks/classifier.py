@@ -138,6 +138,7 @@ class BertClassifier(TaskModel, keras.Model):
                               multi_label=self.multi_label, threshold=self.threshold)
 
     def get_config(self):
+        from bert_tf.tokenization.preprocessor import serialize_preprocessor  # pylint: disable=g-import-not-at-top
         config = super().get_config()
         config.update({
             "config": self.config.to_dict(),
@@ -145,17 +146,14 @@ class BertClassifier(TaskModel, keras.Model):
             "is_regression": self.is_regression,
             "multi_label": self.multi_label,
             "threshold": self.threshold,
-            "preprocessor": (None if self.preprocessor is None
-                             else keras.saving.serialize_keras_object(self.preprocessor)),
+            "preprocessor": serialize_preprocessor(self.preprocessor),
         })
         return config
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        if config.get("preprocessor") is not None:
-            config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
-        return cls(**config)
+        from bert_tf.tokenization.preprocessor import with_preprocessor  # pylint: disable=g-import-not-at-top
+        return cls(**with_preprocessor(config))
 
 
 def classification_example_loss(logits, label_ids):

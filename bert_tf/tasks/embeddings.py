@@ -49,6 +49,8 @@ from bert_tf.tasks.base import real_example_weights
 from bert_tf.tasks.base import safe_div
 from bert_tf.tasks.task_model import TaskModel
 from bert_tf.tokenization.preprocessor import check_preprocessor
+from bert_tf.tokenization.preprocessor import serialize_preprocessor
+from bert_tf.tokenization.preprocessor import with_preprocessor
 
 POOLINGS = ("cls", "mean", "max")
 DEFAULT_POOLING = "mean"
@@ -409,17 +411,13 @@ class SentenceEmbedder(TaskModel, keras.Model):
             "pooling": self.pooling,
             "normalize": self.normalize,
             "scale": self.scale,
-            "preprocessor": (None if self.preprocessor is None
-                             else keras.saving.serialize_keras_object(self.preprocessor)),
+            "preprocessor": serialize_preprocessor(self.preprocessor),
         })
         return config
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        if config.get("preprocessor") is not None:
-            config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
-        return cls(**config)
+        return cls(**with_preprocessor(config))
 
     def save_pretrained(self, directory, format="google", vocab_file=None,  # pylint: disable=redefined-builtin
                         do_lower_case=None, overwrite=False):

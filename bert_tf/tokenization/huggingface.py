@@ -40,14 +40,23 @@ def read_tokenizer_config(directory):
     path = os.path.join(directory, TOKENIZER_CONFIG)
     if not os.path.isfile(path):
         return {}
+    return read_json_object(path)
+
+
+def read_json_object(path):
+    """A local JSON file holding an object (a dict): config.json, tokenizer_config.json.
+
+    Raises:
+      UserError: naming `path`: not valid JSON, or not an object.
+    """
     try:
         with open(path, encoding="utf-8") as f:
-            settings = json.load(f)
+            data = json.load(f)
     except ValueError as e:
         raise UserError("%s: not valid JSON (%s)" % (path, e))
-    if not isinstance(settings, dict):
+    if not isinstance(data, dict):
         raise UserError("%s: expected a JSON object" % path)
-    return settings
+    return data
 
 
 def unsupported_settings(settings, do_lower_case):

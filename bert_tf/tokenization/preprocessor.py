@@ -143,6 +143,19 @@ class BertPreprocessor(keras.layers.Layer):
         return config
 
 
+def serialize_preprocessor(preprocessor):
+    """A model's `preprocessor=` as its `get_config` holds it (None stays None)."""
+    return None if preprocessor is None else keras.saving.serialize_keras_object(preprocessor)
+
+
+def with_preprocessor(config):
+    """A model's `from_config` arguments: `config` with its preprocessor rebuilt."""
+    config = dict(config)
+    if config.get("preprocessor") is not None:
+        config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
+    return config
+
+
 def check_preprocessor(preprocessor, config, owner):
     """A model's `preprocessor=`: a `BertPreprocessor` whose vocabulary and length fit `config`.
 
