@@ -117,6 +117,27 @@ def _classifier_num_labels(checkpoint_path):
     return num_labels
 
 
+def _locate(path, bert_config_file):
+    """(checkpoint_path, hf_directory, directory, bert_config_file) of `from_pretrained`'s path."""
+    checkpoint_path = checkpoint_lib.resolve_checkpoint(releases.resolve(path), flag=None)
+    hf_directory = huggingface.is_hf_directory(checkpoint_path)
+    directory = checkpoint_path if hf_directory else os.path.dirname(checkpoint_path)
+    if bert_config_file is None:
+        bert_config_file = _file_beside(
+            directory, huggingface.CONFIG_NAME if hf_directory else CONFIG_NAME,
+            "bert_config_file", checkpoint_path)
+    return checkpoint_path, hf_directory, directory, bert_config_file
+
+
+def pretrained_config(path, bert_config_file=None):
+    """The `BertConfig` `from_pretrained(path, bert_config_file=...)` would build, no weights read.
+
+    For checks that should come before a model is loaded (a tool's
+    --max_seq_length against the position embeddings).
+    """
+    return BertConfig.from_json_file(os.fspath(_locate(path, bert_config_file)[3]))
+
+
 def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
                     bert_config_file=None, vocab_file=None, strict=True, pooling=None,
                     normalize=None, max_seq_length=None):
@@ -201,14 +222,7 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
     if num_labels is not None and (isinstance(num_labels, bool) or not isinstance(num_labels, int)
                                    or num_labels < 1):
         raise UserError("num_labels=%r: must be a positive integer" % (num_labels,))
-    checkpoint_path = checkpoint_lib.resolve_checkpoint(releases.resolve(path), flag=None)
-    hf_directory = huggingface.is_hf_directory(checkpoint_path)
-    directory = checkpoint_path if hf_directory else os.path.dirname(checkpoint_path)
-
-    if bert_config_file is None:
-        bert_config_file = _file_beside(
-            directory, huggingface.CONFIG_NAME if hf_directory else CONFIG_NAME,
-            "bert_config_file", checkpoint_path)
+    checkpoint_path, hf_directory, directory, bert_config_file = _locate(path, bert_config_file)
     config = BertConfig.from_json_file(os.fspath(bert_config_file))
     if vocab_file is None:
         vocab_file = directory if hf_directory else _file_beside(

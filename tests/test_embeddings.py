@@ -15,6 +15,7 @@ all-MiniLM-L6-v2's published cosine 0.7553 through the embedder.
 """
 
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -374,6 +375,7 @@ result = {
     "outputs": sorted(serve.structured_outputs),
     "pooling": loaded.pooling.numpy().decode(),
     "normalize": bool(loaded.normalize.numpy()),
+    "max_seq_length": int(loaded.max_seq_length.numpy()),
     "blocked": sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED),
 }
 json.dump(result, open(out, "w"))
@@ -384,18 +386,23 @@ def test_the_export_serves_encodes_vectors_to_a_plain_tensorflow_process(
         release, loaded, tmp_path):
     import json
     from tests.tools.toolrun import run_tool
+    # The embedder's own length (no --max_seq_length); the flags outrank its pooling.
+    embedder = shutil.copytree(release, tmp_path / "embedder")
+    (embedder / "embedding_config.json").write_text(json.dumps(
+        {"pooling": "cls", "normalize": False, "max_seq_length": MAX_SEQ_LENGTH}))
     export_dir, _ = run_tool("export_saved_model", [
-        "--task_name=embeddings", "--init_checkpoint=%s" % release,
-        "--bert_config_file=%s" % os.path.join(release, "bert_config.json"),
-        "--vocab_file=%s" % os.path.join(release, "vocab.txt"), "--do_lower_case=true",
-        "--max_seq_length=%d" % MAX_SEQ_LENGTH, "--export_dir=%s" % (tmp_path / "export"),
-        "--version=1", "--pooling=max", "--normalize"])
+        "--task_name=embeddings", "--init_checkpoint=%s" % embedder,
+        "--bert_config_file=%s" % (embedder / "bert_config.json"),
+        "--vocab_file=%s" % (embedder / "vocab.txt"), "--do_lower_case=true",
+        "--export_dir=%s" % (tmp_path / "export"), "--version=1", "--pooling=max",
+        "--normalize"])
     texts_file = tmp_path / "texts.json"
     texts_file.write_text(json.dumps(TEXTS))
     bare_tf.run_script(_BARE_ENCODE, [export_dir, texts_file, tmp_path / "out.json"], tmp_path)
     got = json.loads((tmp_path / "out.json").read_text())
     assert got["blocked"] == [] and got["inputs"] == ["text_a"]
     assert got["outputs"] == ["embeddings"] and (got["pooling"], got["normalize"]) == ("max", True)
+    assert got["max_seq_length"] == MAX_SEQ_LENGTH != 128
     want = loaded["max"][1].encode(TEXTS)
     want /= np.linalg.norm(want, axis=1, keepdims=True)
     np.testing.assert_allclose(np.array(got["default"]), want, atol=1e-5)

@@ -230,6 +230,25 @@ def test_keras_config_round_trip(model):
     assert clone.config.to_dict() == model.config.to_dict()
 
 
+def test_save_pretrained_and_a_keras_file_give_back_the_same_answers(model, tmp_path):
+    text, a, b = "the [MASK] sat on the [MASK].", "the cat sat", "it was late"
+    want = model.fill_mask(text, top_k=3), model.next_sentence_probability(a, b)
+    model.save_pretrained(tmp_path / "saved_uncased")
+    assert {"bert_config.json", "vocab.txt", "bert_model.ckpt.index"} <= set(
+        os.listdir(tmp_path / "saved_uncased"))  # read back strictly, the cls/* heads included
+    again = bert_tf.from_pretrained(str(tmp_path / "saved_uncased"), head="fill_mask").model
+    model.save(tmp_path / "fill_mask.keras")
+    loaded = keras.models.load_model(tmp_path / "fill_mask.keras")
+    for other in (again, loaded):
+        assert isinstance(other, BertFillMask)
+        got = other.fill_mask(text, top_k=3), other.next_sentence_probability(a, b)
+        assert [[x["token_str"] for x in m] for m in got[0]] == [
+            [x["token_str"] for x in m] for m in want[0]]
+        np.testing.assert_allclose([[x["score"] for x in m] for m in got[0]],
+                                   [[x["score"] for x in m] for m in want[0]], rtol=1e-5)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-5)
+
+
 # ---------------------------------------------------------------------------
 # next_sentence_probability
 # ---------------------------------------------------------------------------
@@ -309,6 +328,27 @@ def test_the_tools_bad_input_is_one_line_and_writes_nothing(release, tmp_path):
         "missing file": "--input_file=%s: no such file" % (tmp_path / "nope.txt"),
     }
     assert not out.exists() and os.listdir(tmp_path) == ["no_mask.txt"]
+
+
+def test_the_tool_checks_max_seq_length_before_it_loads_the_model(release, tmp_path,
+                                                                  monkeypatch):
+    from bert_tf.runs import fill_mask as run
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the model was loaded before --max_seq_length was checked")
+
+    monkeypatch.setattr(run, "from_pretrained", no_load)
+    longest = TINY_CONFIG["max_position_embeddings"]
+    base = ["--init_checkpoint=" + release, "--output_file=%s" % (tmp_path / "out.jsonl"),
+            "--text=the [MASK] sat."]
+    errors = toolrun.user_errors_here("fill_mask", [
+        ("past the positions", base + ["--max_seq_length=%d" % (longest + 1)]),
+        ("too short", base + ["--max_seq_length=2"]),
+    ])
+    assert errors["past the positions"].startswith(
+        "--max_seq_length=%d: Cannot use sequence length %d" % (longest + 1, longest + 1))
+    assert errors["too short"] == "--max_seq_length=2 is too short for [CLS] [MASK] [SEP]"
+    assert os.listdir(tmp_path) == []
 
 
 def test_the_command_line_help_and_a_bad_flag():

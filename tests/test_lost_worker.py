@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 import pytest
@@ -108,6 +109,22 @@ def test_the_lost_task_is_the_peer_when_the_message_names_this_worker_first(clus
                              % cluster["worker"][1])
 
 
+def test_the_heartbeat_timeout_flag_defaults_to_tensorflows_and_reaches_the_service(
+        monkeypatch):
+    from bert_tf.training import distribute
+    from bert_tf.training.scale_out import ScaleOut
+    assert ScaleOut().heartbeat_timeout == lost_worker.HEARTBEAT_TIMEOUT
+    seen = {}
+    monkeypatch.setattr(distribute, "_configure_coordination_service",
+                        lambda timeout: seen.setdefault("timeout", timeout))
+    monkeypatch.setattr(tf.distribute, "MultiWorkerMirroredStrategy",
+                        lambda **kwargs: types.SimpleNamespace(num_replicas_in_sync=2))
+    monkeypatch.setattr(distribute, "_check_tf_config", lambda: None)
+    ScaleOut(distribution_strategy="multi_worker_mirrored",
+             heartbeat_timeout=30.0).create_strategy()
+    assert seen == {"timeout": 30.0}
+
+
 def test_other_errors_and_single_processes_are_no_lost_worker():
     error = tf.errors.UnavailableError(None, None, RESET_BY_WORKER_1)
     assert lost_worker.as_lost_worker(error, None, None) is None
@@ -125,8 +142,10 @@ def test_other_errors_and_single_processes_are_no_lost_worker():
 # ----------------------------------------------------------------- two real workers
 
 # Seconds from the kill to the survivor's exit that a user may rely on: a killed
-# worker's connection breaks at once; a hung one is noticed after HEARTBEAT_TIMEOUT.
+# worker's connection breaks at once; a hung one is noticed after the heartbeat timeout.
 LOST_BOUND = lost_worker.HEARTBEAT_TIMEOUT + 20
+# A live worker of a loaded test machine can miss TensorFlow's 10 s beat: --heartbeat_timeout.
+HEARTBEAT_TIMEOUT = 30
 NUM_TRAIN_STEPS = 40
 LINE = re.compile(r"^error: lost worker 1 \(127\.0\.0\.1:(\d+)\) of the multi_worker_mirrored "
                   r"job at step (\d+): .+; rerun every worker to resume from (.+)$")
@@ -153,7 +172,7 @@ def _start_workers(tmp_path, cluster, attempt):
              "--num_warmup_steps=1", "--learning_rate=1e-3", "--save_checkpoints_steps=10",
              "--iterations_per_loop=2", "--distribution_strategy=multi_worker_mirrored",
              "--mixed_precision=fp16", "--do_eval=True", "--eval_batch_size=8",
-             "--max_eval_steps=2"],
+             "--max_eval_steps=2", "--heartbeat_timeout=%d" % HEARTBEAT_TIMEOUT],
             cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
         log.close()
     return procs

@@ -96,6 +96,8 @@ FILL_MASK = "fill_mask"
 EMBEDDINGS = "embeddings"
 SQUAD = "squad"
 FORMATS = ("saved_model", "tfhub")
+# The feature rows' length when --max_seq_length is not given (an embedder: its own).
+DEFAULT_MAX_SEQ_LENGTH = 128
 VOCAB_ASSET = "vocab.txt"
 
 
@@ -509,7 +511,7 @@ def save_module(module, signatures, output_dir, vocab_file):
 
 
 def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, init_checkpoint,
-                       export_dir, max_seq_length=128, version=None, format="saved_model",  # pylint: disable=redefined-builtin
+                       export_dir, max_seq_length=None, version=None, format="saved_model",  # pylint: disable=redefined-builtin
                        doc_stride=128, max_query_length=64, n_best_size=20,
                        max_answer_length=30, mixed_precision=None, top_k=5, pooling=None,
                        normalize=None, multi_label=False, multi_label_threshold=0.5,
@@ -531,7 +533,9 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
       init_checkpoint: a checkpoint prefix, or a directory (its latest
         model.ckpt-N, or a Google release's bert_model.ckpt).
       export_dir: the model base path; the export is `export_dir/<version>/`.
-      max_seq_length: int, the length of every feature row.
+      max_seq_length: int, the length of every feature row. None: 128, or
+        for task "embeddings" the length the embedder was saved with (its
+        directory's embedding_config.json or sentence-transformers files).
       version: positive int; default: the time in seconds.
       format: "saved_model", or "tfhub" (task "encoder": `hub.export_tfhub`
         writes `<version>/preprocessor/` and `<version>/encoder/`).
@@ -577,22 +581,24 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     if format == "tfhub" and kind != ENCODER:
         raise UserError("--format=tfhub exports the encoder: use --task_name=%s, not %s"
                         % (ENCODER, task_name))
-    config.check_max_seq_length(max_seq_length, bert_config_file)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError("--top_k=%r: must be a positive integer" % (top_k,))
-    if max_seq_length < 3:
-        raise UserError("--max_seq_length=%d is too short for [CLS] a [SEP] b [SEP]"
-                        % max_seq_length)
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     tokenization.check_vocab(vocab_file, config, bert_config_file)
     prefix = checkpoint_lib.resolve_checkpoint(init_checkpoint)
     num_labels = None if labels is None else (1 if is_regression else len(labels))
     if kind == EMBEDDINGS:
-        pooling, normalize, _ = embeddings.embedding_settings(
+        pooling, normalize, max_seq_length = embeddings.embedding_settings(
             os.path.dirname(prefix), pooling, normalize, max_seq_length)
     elif pooling is not None or normalize is not None:
         raise UserError("--pooling and --normalize are for --task_name=%s only (not %s)"
                         % (EMBEDDINGS, task_name))
+    elif max_seq_length is None:
+        max_seq_length = DEFAULT_MAX_SEQ_LENGTH
+    config.check_max_seq_length(max_seq_length, bert_config_file)
+    if max_seq_length < 3:
+        raise UserError("--max_seq_length=%d is too short for [CLS] a [SEP] b [SEP]"
+                        % max_seq_length)
     check_checkpoint(prefix, config, kind, num_labels, bert_config_file, task_name)
     final_dir = version_dir(export_dir, int(time.time()) if version is None else version)
     phases.done("inputs checked (task %s, checkpoint %s)", task_name, prefix)

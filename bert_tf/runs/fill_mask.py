@@ -26,6 +26,7 @@ from bert_tf import locks
 from bert_tf import logs
 from bert_tf.errors import UserError
 from bert_tf.pretrained import from_pretrained
+from bert_tf.pretrained import pretrained_config
 
 # The texts whose best answers are logged as results.
 LOGGED_TEXTS = 5
@@ -93,18 +94,18 @@ def fill_mask(init_checkpoint, output_file, input_file=None, text=None, bert_con
                         ("max_seq_length", max_seq_length)):
         if value < 1:
             raise UserError("--%s=%d: must be a positive integer" % (flag, value))
+    if max_seq_length < 3:
+        raise UserError("--max_seq_length=%d is too short for [CLS] [MASK] [SEP]"
+                        % max_seq_length)
     fileio.check_writable(output_file, "output_file", directory=False)
     if text is not None:
         texts, names = [text], ["--text"]
     else:
         texts, names = read_texts(input_file)
-    config, model, _ = from_pretrained(init_checkpoint, head="fill_mask",
-                                       do_lower_case=do_lower_case,
-                                       bert_config_file=bert_config_file, vocab_file=vocab_file)
-    config.check_max_seq_length(max_seq_length, bert_config_file or "the checkpoint's config")
-    if max_seq_length < 3:
-        raise UserError("--max_seq_length=%d is too short for [CLS] [MASK] [SEP]"
-                        % max_seq_length)
+    pretrained_config(init_checkpoint, bert_config_file).check_max_seq_length(
+        max_seq_length, bert_config_file or "the checkpoint's config")
+    _, model, _ = from_pretrained(init_checkpoint, head="fill_mask", do_lower_case=do_lower_case,
+                                  bert_config_file=bert_config_file, vocab_file=vocab_file)
     model.max_seq_length, model.batch_size = max_seq_length, batch_size
     model.encode_masked(texts, names)  # every text checked before the model runs
     # One run per output file: a second one on it refuses while this one lives.

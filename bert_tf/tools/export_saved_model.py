@@ -50,7 +50,12 @@ FLAGS = (
     groups.with_help(groups.INIT_CHECKPOINT,
                      "The checkpoint to export: a prefix (model.ckpt-N), or a directory (its "
                      "latest model.ckpt-N, or a Google release directory's bert_model.ckpt)."),
-    groups.MAX_SEQ_LENGTH,
+    groups.with_default(groups.with_help(
+        groups.MAX_SEQ_LENGTH,
+        "The maximum total input sequence length after WordPiece tokenization: longer "
+        "texts are truncated, shorter ones padded. Default: 128; for "
+        "--task_name=embeddings, the length the embedder was saved with "
+        "(embedding_config.json, sentence-transformers' files), else 128."), None),
     groups.string("export_dir", None,
                   "The model base path: the SavedModel is written to export_dir/<version>/."),
     groups.integer("version", None,

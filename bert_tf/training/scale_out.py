@@ -47,6 +47,8 @@ class ScaleOut(object):
       log_steps: log progress and write summaries at least this often.
       gradient_checkpointing: recompute each encoder layer's activations in the
         backward pass (`BertModel`'s option; see `configure_model`).
+      heartbeat_timeout: multi_worker_mirrored: seconds without a heartbeat
+        after which a worker counts as lost.
       seed: None (unseeded, as the original) or an int >= 0: a reproducible
         run that resumes exactly. The initial weights, the input order and
         the dropout masks follow from it (`Trainer`'s `seed`; the runs pass it
@@ -123,6 +125,12 @@ class ScaleOut(object):
         "same checkpoint as a run never stopped. Default: unseeded, as the original.",
         lower_bound=0)
 
+    heartbeat_timeout: float = option(
+        10.0,
+        "multi_worker_mirrored: seconds without a heartbeat after which a worker counts "
+        "as lost and the run stops (TensorFlow's default, 10). Raise it on machines so "
+        "loaded that a live worker can miss its beat.")
+
     def strategy_name(self):
         """The strategy asked for: tpu with --use_tpu, mirrored with --num_gpus > 1, one_device
         with --num_gpus=1, else off (unless --distribution_strategy names one)."""
@@ -165,7 +173,8 @@ class ScaleOut(object):
                                 "float32 or bf16 for exact resume)")
         strategy = distribute.get_strategy(
             self.strategy_name(), num_gpus=self.num_gpus, tpu=self.tpu_name,
-            tpu_zone=self.tpu_zone, gcp_project=self.gcp_project, master=self.master)
+            tpu_zone=self.tpu_zone, gcp_project=self.gcp_project, master=self.master,
+            heartbeat_timeout=self.heartbeat_timeout)
         if self.use_tpu and self.num_tpu_cores != strategy.num_replicas_in_sync:
             # Port note: TPUStrategy uses every core of the TPU it connects to.
             logging.warning("--num_tpu_cores=%d is ignored: the TPU has %d cores, all used",
