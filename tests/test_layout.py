@@ -235,9 +235,10 @@ def test_no_import_through_importlib():
 
 
 def test_the_graph_is_no_deeper_than_the_floors():
-    """A clone's script, its tool, its run, a task model (one built on another: the TF Hub
-    classifier on the classifier), BertModel, three layer modules, the ground: 10 levels."""
-    assert report()["depth"] <= 10
+    """A clone's script, its tool, its run, from_pretrained, a task model (one built on
+    another: the multiple-choice task on the classifier's), BertModel, three layer modules,
+    the ground: 11 levels."""
+    assert report()["depth"] <= 11
 
 
 # ----------------------------------------------------------------- WORKSPACE.md
