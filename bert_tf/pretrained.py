@@ -76,7 +76,8 @@ class Pretrained(collections.namedtuple("Pretrained", ["config", "model", "token
     Attributes:
       config: the `BertConfig` read from `bert_config.json`.
       model: a `BertModel`, or with a head a `BertPretrainer`, `BertFillMask`,
-        `BertClassifier` or `BertSquad`, with the checkpoint's weights.
+        `BertClassifier`, `BertSquad`, `SentenceEmbedder` or
+        `BertMultipleChoice`, with the checkpoint's weights.
       tokenizer: the `FullTokenizer` of the vocab, with the model's casing.
     """
 
