@@ -37,6 +37,7 @@ _LAZY = {
     "BertSquad": ("bert_tf.models", "BertSquad"),
     "BertPreprocessor": ("bert_tf.models", "BertPreprocessor"),
     "SentenceEmbedder": ("bert_tf.models", "SentenceEmbedder"),
+    "BertMultipleChoice": ("bert_tf.models", "BertMultipleChoice"),
 }
 
 __all__ = sorted(_LAZY)

@@ -45,6 +45,7 @@ from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
 from bert_tf.tasks import embeddings
 from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.tasks.pretraining import BertFillMask
 from bert_tf.tasks.pretraining import BertPretrainer
 from bert_tf.tasks.squad import BertSquad
@@ -59,9 +60,10 @@ HEADS = collections.OrderedDict([
     ("classifier", BertClassifier),
     ("squad", BertSquad),
     ("embeddings", embeddings.SentenceEmbedder),
+    ("multiple_choice", BertMultipleChoice),
 ])
 # Heads a release does not have: they start from their initializer when absent.
-TASK_HEADS = ("classifier", "squad")
+TASK_HEADS = ("classifier", "squad", "multiple_choice")
 
 # The original's pattern for a release's name in a checkpoint path
 # (`validate_case_matches_checkpoint`): the directory of `bert_model.ckpt`.
@@ -74,7 +76,8 @@ class Pretrained(collections.namedtuple("Pretrained", ["config", "model", "token
     Attributes:
       config: the `BertConfig` read from `bert_config.json`.
       model: a `BertModel`, or with a head a `BertPretrainer`, `BertFillMask`,
-        `BertClassifier` or `BertSquad`, with the checkpoint's weights.
+        `BertClassifier`, `BertSquad`, `SentenceEmbedder` or
+        `BertMultipleChoice`, with the checkpoint's weights.
       tokenizer: the `FullTokenizer` of the vocab, with the model's casing.
     """
 
@@ -164,7 +167,10 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         "squad": `BertSquad` (the original `run_squad` head);
         "embeddings": `SentenceEmbedder` (the backbone with a pooling, no
           head variables; raw text in, one vector per text: `encode`,
-          `similarity`).
+          `similarity`);
+        "multiple_choice": `BertMultipleChoice` (the classifier's head with
+          one label, a score per choice; bert-run-multiple-choice's), which
+          takes raw text too (its preprocessor: `max_seq_length`, default 128).
         A task head that the checkpoint lacks starts from its initializer.
       num_labels: the classifier's number of labels (1: regression). Taken
         from the checkpoint's head when it has one; needed otherwise.
@@ -180,7 +186,8 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         "mean" or "max"; L2-normalize the vectors; the length texts are
         truncated to (in WordPiece tokens, [CLS] and [SEP] included). None:
         the directory's `embedding_config.json` (written by the embedder's
-        `save_pretrained`), else "mean", False, 128.
+        `save_pretrained`), else "mean", False, 128. `max_seq_length` is
+        head="multiple_choice"'s too (each choice's length; None: 128).
 
     Returns:
       `Pretrained(config, model, tokenizer)`, a named tuple.
@@ -216,6 +223,8 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
                         % (num_labels, head))
     given = [(k, v) for k, v in (("pooling", pooling), ("normalize", normalize),
                                  ("max_seq_length", max_seq_length)) if v is not None]
+    if head == "multiple_choice":  # its preprocessor's length
+        given = [(k, v) for k, v in given if k != "max_seq_length"]
     if given and head != "embeddings":
         raise UserError("%s=%r is for head='embeddings' only (head=%r)"
                         % (given[0][0], given[0][1], head))
@@ -256,6 +265,9 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
                                         max_seq_length=max_seq_length)
         model = embeddings.SentenceEmbedder(config, pooling=pooling, normalize=normalize,
                                             preprocessor=preprocessor)
+    elif head == "multiple_choice":
+        model = BertMultipleChoice(config, preprocessor=BertPreprocessor(
+            vocab_file, do_lower_case=bool(do_lower_case), max_seq_length=max_seq_length or 128))
     else:
         model = HEADS[head](config)
     report = checkpoint_lib.load_checkpoint(model, checkpoint_path, strict=strict, flag=None,

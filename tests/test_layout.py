@@ -235,9 +235,10 @@ def test_no_import_through_importlib():
 
 
 def test_the_graph_is_no_deeper_than_the_floors():
-    """A clone's script, its tool, its run, a task model (one built on another: the TF Hub
-    classifier on the classifier), BertModel, three layer modules, the ground: 10 levels."""
-    assert report()["depth"] <= 10
+    """A clone's script, its tool, its run, from_pretrained, a task model (one built on
+    another: the multiple-choice task on the classifier's), BertModel, three layer modules,
+    the ground: 11 levels."""
+    assert report()["depth"] <= 11
 
 
 # ----------------------------------------------------------------- WORKSPACE.md
@@ -413,7 +414,7 @@ def test_tools_are_thin():
     else; the library reads no flags."""
     graph = import_graph()
     tools = tool_modules()
-    assert len(tools) == 13, tools
+    assert len(tools) == 14, tools
     for path, targets in graph.items():
         if path.startswith("tools/"):
             if path != "tools/_bootstrap.py":

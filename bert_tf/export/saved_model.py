@@ -44,6 +44,14 @@ signatures:
     serve_text_a     the same
     serve_features   input_ids, input_mask, segment_ids -> embeddings
 
+  multiple_choice (task_name "multiple_choice": bert-run-multiple-choice's checkpoints):
+    serving_default  context, start: string [batch], endings: string [batch, num_choices]
+                     (any number of choices; choice i is the pair (context, start + " " +
+                     ending i), start "" = the ending alone) -> probabilities float32
+                     [batch, num_choices], predictions int32 [batch] (the chosen index)
+    serve_features   input_ids, input_mask, segment_ids: int32 [batch, num_choices,
+                     max_seq_length] -> the same
+
 The text signatures give exactly the features `run_classifier.py` builds
 (`FullTokenizer` + `build_pair_features`), so their probabilities are those of
 `run_classifier.py --do_predict` for the same text. The SavedModel holds no
@@ -84,6 +92,7 @@ from bert_tf.modeling import precision
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
 from bert_tf.tasks import embeddings
+from bert_tf.tasks import multiple_choice
 from bert_tf.tasks.classifier import BertClassifier
 from bert_tf.tasks.classifier import check_threshold
 from bert_tf.tasks.pretraining import BertPretrainer
@@ -94,6 +103,7 @@ CLASSIFIER = "classifier"
 ENCODER = "encoder"
 FILL_MASK = "fill_mask"
 EMBEDDINGS = "embeddings"
+MULTIPLE_CHOICE = "multiple_choice"
 SQUAD = "squad"
 FORMATS = ("saved_model", "tfhub")
 # The feature rows' length when --max_seq_length is not given (an embedder: its own).
@@ -123,9 +133,12 @@ def task_spec(task_name, data_dir=None):
         return SQUAD, None, False
     if key == FILL_MASK:
         return FILL_MASK, None, False
+    if key == MULTIPLE_CHOICE:
+        return MULTIPLE_CHOICE, None, False
     if key not in classifier_data.PROCESSORS:
-        raise UserError("Task not found: %s (known: %s, %s, %s, %s, %s)" % (
-            key, ", ".join(classifier_data.PROCESSORS), SQUAD, ENCODER, FILL_MASK, EMBEDDINGS))
+        raise UserError("Task not found: %s (known: %s, %s, %s, %s, %s, %s)" % (
+            key, ", ".join(classifier_data.PROCESSORS), SQUAD, ENCODER, FILL_MASK, EMBEDDINGS,
+            MULTIPLE_CHOICE))
     processor = classifier_data.get_processor(key)
     if hasattr(processor, "read_labels"):
         if not data_dir:
@@ -146,15 +159,17 @@ def check_checkpoint(checkpoint_prefix, config, kind, num_labels=None,
     """
     # Unreadable or corrupt files are one-line errors of the checkpoint module.
     shapes = checkpoint_lib.list_checkpoint_variables(checkpoint_prefix)
-    head = {ENCODER: None, EMBEDDINGS: None, FILL_MASK: "pretraining"}.get(kind, kind)
+    head = {ENCODER: None, EMBEDDINGS: None, FILL_MASK: "pretraining",
+            MULTIPLE_CHOICE: CLASSIFIER}.get(kind, kind)
     expected = checkpoint_lib.expected_tf1_variables(config, head=head, num_labels=num_labels)
     for name, shape in expected.items():
         if name not in shapes:
             if checkpoint_lib.head_of(name) == CLASSIFIER:
                 raise UserError(
                     "--init_checkpoint=%s has no classifier head (variable %s is missing): "
-                    "export a checkpoint that run_classifier.py fine-tuned on %s"
-                    % (checkpoint_prefix, name, task_name))
+                    "export a checkpoint that %s" % (checkpoint_prefix, name,
+                    "run_multiple_choice.py fine-tuned" if kind == MULTIPLE_CHOICE
+                    else "run_classifier.py fine-tuned on %s" % task_name))
             if checkpoint_lib.head_of(name) == SQUAD:
                 raise UserError(
                     "--init_checkpoint=%s has no SQuAD head (variable %s is missing): "
@@ -187,6 +202,8 @@ def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision
             model = BertSquad(config)
         elif kind == FILL_MASK:
             model = BertPretrainer(config)
+        elif kind == MULTIPLE_CHOICE:
+            model = multiple_choice.BertMultipleChoice(config)
         else:  # the encoder, and the embedder's backbone
             model = BertModel(config)
     checkpoint_lib.load_checkpoint(model, checkpoint_prefix, strict=True)
@@ -437,6 +454,66 @@ class EmbeddingsServingModule(_ServingModule):
         }
 
 
+class MultipleChoiceServingModule(tf.Module):
+    """A `BertMultipleChoice` served from raw text or features (`bert_tf.tasks.multiple_choice`).
+
+    The text signature packs choice i as the pair (context, start + " " +
+    ending i) with the GraphTokenizer (`multiple_choice.choice_pairs`), as
+    bert-run-multiple-choice's records and the model's preprocessor do.
+
+    Args:
+      model: `BertMultipleChoice` (float32, loaded).
+      tokenizer, max_seq_length, vocab_file: see `_ServingModule`.
+
+    Returns (both signatures): `probabilities` float32 [batch_size,
+    num_choices] (the softmax over the choices, as test_results.tsv) and
+    `predictions` int32 [batch_size] (the chosen index).
+    """
+
+    def __init__(self, model, tokenizer, max_seq_length, vocab_file,
+                 name="multiple_choice_serving"):
+        super().__init__(name=name)
+        self._keras = _Untracked(model)
+        self.model_variables = [v.value for v in model.weights]
+        self.tokenizer = tokenizer
+        self.max_seq_length = tf.Variable(int(max_seq_length), trainable=False,
+                                          name="max_seq_length")
+        self.do_lower_case = tf.Variable(bool(tokenizer.do_lower_case), trainable=False,
+                                         name="do_lower_case")
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        self._seq_length = int(max_seq_length)
+        self.serve_features = tf.function(
+            self._serve_features, autograph=False, input_signature=[
+                tf.TensorSpec([None, None, self._seq_length], tf.int32, name=key)
+                for key in ("input_ids", "input_mask", "segment_ids")])
+        self.serving_default = tf.function(
+            self._serving_default, autograph=False, input_signature=[
+                tf.TensorSpec([None], tf.string, name="context"),
+                tf.TensorSpec([None], tf.string, name="start"),
+                tf.TensorSpec([None, None], tf.string, name="endings")])
+
+    def _serve_features(self, input_ids, input_mask, segment_ids):
+        logits = self._keras.model({"input_ids": input_ids, "input_mask": input_mask,
+                                    "segment_ids": segment_ids}, training=False)["logits"]
+        logits = tf.cast(logits, tf.float32)  # [B, C]
+        return {"probabilities": tf.nn.softmax(logits, axis=-1),  # [B, C]
+                "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}  # [B]
+
+    def _serving_default(self, context, start, endings):
+        check = tf.debugging.assert_equal(
+            [tf.size(context), tf.size(start)], [tf.shape(endings)[0]] * 2,
+            message="context, start and endings must have the same batch size")
+        with tf.control_dependencies([check]):
+            text_a, text_b = multiple_choice.choice_pairs(context, start, endings)
+        features = self.tokenizer(text_a, text_b, max_seq_length=self._seq_length)  # [B*C, S]
+        return self.serve_features(**multiple_choice.unflatten_choices(
+            features, tf.shape(endings)[1]))
+
+    def signatures(self):
+        return {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: self.serving_default,
+                "serve_features": self.serve_features}
+
+
 class SquadRoot(tf.Module):
     """The saved root of a SQuAD export: `bert_tf.export.squad.SquadServingModule` as `squad`,
     plus `do_lower_case`, `max_seq_length` and the vocab asset, as the other exports have.
@@ -525,8 +602,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
 
     Args:
       task_name: a task of `classifier_data.PROCESSORS`, "squad", "encoder" or
-        "fill_mask" (the pre-training heads' masked LM: any release) or
-        "embeddings".
+        "fill_mask" (the pre-training heads' masked LM: any release),
+        "embeddings" or "multiple_choice".
       bert_config_file: the path of a bert_config.json (or a release's name),
         or a `BertConfig`.
       vocab_file, do_lower_case: the tokenizer's (as `FullTokenizer`).
@@ -587,6 +664,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     tokenization.check_vocab(vocab_file, config, bert_config_file)
     prefix = checkpoint_lib.resolve_checkpoint(init_checkpoint)
     num_labels = None if labels is None else (1 if is_regression else len(labels))
+    if kind == MULTIPLE_CHOICE:
+        num_labels = 1  # one score per choice: output_weights [1, hidden_size]
     if kind == EMBEDDINGS:
         pooling, normalize, max_seq_length = embeddings.embedding_settings(
             os.path.dirname(prefix), pooling, normalize, max_seq_length)
@@ -637,6 +716,9 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         elif kind == EMBEDDINGS:
             module = EmbeddingsServingModule(model, tokenizer, max_seq_length, vocab_file,
                                              pooling, normalize)
+            signatures = module.signatures()
+        elif kind == MULTIPLE_CHOICE:
+            module = MultipleChoiceServingModule(model, tokenizer, max_seq_length, vocab_file)
             signatures = module.signatures()
         else:
             module = SquadServingModule(

@@ -13,10 +13,14 @@
   squad        `BertSquad`, the span loss, `SquadTask` (run_squad).
   embeddings   `SentenceEmbedder` (pooled sentence vectors, cosine), the
                in-batch-negatives loss, `EmbeddingsTask` (new).
+  multiple_choice
+               `BertMultipleChoice` (a score per choice, SWAG),
+               `MultipleChoiceTask` (new; run_multiple_choice).
 """
 
 from bert_tf.tasks.base import Task  # noqa: F401
 from bert_tf.tasks.classifier import ClassifierTask  # noqa: F401
 from bert_tf.tasks.embeddings import EmbeddingsTask  # noqa: F401
+from bert_tf.tasks.multiple_choice import MultipleChoiceTask  # noqa: F401
 from bert_tf.tasks.pretraining import PretrainingTask  # noqa: F401
 from bert_tf.tasks.squad import SquadTask  # noqa: F401

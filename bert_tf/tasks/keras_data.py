@@ -20,6 +20,9 @@ from bert_tf.errors import UserError
 _TEXT_FORMS = ("raw text (a list, NumPy array, pandas Series or string Tensor of str or bytes; "
                "a (texts_a, texts_b) tuple or a list of (text_a, text_b) pairs; a dict with "
                "text_a (and text_b))")
+_CHOICE_FORMS = ("raw text of multiple choices (a list of (context, endings) or (context, start, "
+                 "endings) rows; a dict with context, endings [n, num_choices] and optionally "
+                 "start)")
 _FEATURE_FORMS = "a dict of features (input_ids, input_mask, segment_ids, ...)"
 _DATASET_FORMS = "a tf.data.Dataset of x or of (x, y)"
 _LABEL_FORMS = "numbers, one per example (a list, tuple, NumPy array, pandas Series or Tensor)"
@@ -55,6 +58,9 @@ class UserData(object):
                             else getattr(model.task, "num_labels", None))
         # A multi-label classifier's labels are multi-hot rows [n, num_labels].
         self.multi_hot = getattr(model.task, "multi_label", False)
+        # A multiple-choice model's x holds choices; its labels are indexes among them.
+        self.multiple_choice = getattr(model, "multiple_choice", False)
+        self.model_num_choices = getattr(model, "num_choices", None)
 
     def error(self, message, *args):
         return UserError("%s.%s: %s" % (self.name, self.method, message % args))
@@ -62,7 +68,7 @@ class UserData(object):
     def x_forms(self):
         forms = [_FEATURE_FORMS, _DATASET_FORMS]
         if self.preprocessor is not None:
-            forms.insert(0, _TEXT_FORMS)
+            forms.insert(0, _CHOICE_FORMS if self.multiple_choice else _TEXT_FORMS)
         return ", ".join(forms[:-1]) + " or " + forms[-1]
 
     # ------------------------------------------------------------ x and y
@@ -81,6 +87,8 @@ class UserData(object):
         if x is None:
             raise self.error("%s is missing: it takes %s", x_name, self.x_forms())
         x = self.inputs(x, x_name)
+        if self.multiple_choice:
+            self.num_classes = self.num_choices(x)
         y = self.labels(y, y_name)
         num_x = self.num_examples(x, x_name)
         if y is not None:
@@ -168,6 +176,8 @@ class UserData(object):
 
     def inputs(self, x, name):
         """A dict (features or text), or a string Tensor of texts."""
+        if self.multiple_choice and not (isinstance(x, dict) and "input_ids" in x):
+            return self.choice_inputs(x, name)
         if _is_frame(x):
             columns = _columns(x)
             if "input_ids" in columns or "text_a" in columns or len(columns) > 2:
@@ -207,6 +217,52 @@ class UserData(object):
         if texts.shape.rank == 2 and texts.shape[1] == 2:  # [n, 2]: pairs as rows
             return {"text_a": texts[:, 0], "text_b": texts[:, 1]}
         return texts
+
+    def choice_inputs(self, x, name):
+        """A multiple-choice model's raw text: {context [n], start [n], endings [n, num_choices]}."""
+        if self.preprocessor is None:
+            raise self.error("%s takes %s; got %s (for raw text, build the model with "
+                             "preprocessor=bert_tf.tokenization.preprocessor.BertPreprocessor"
+                             "(...))", name, self.x_forms(), describe(x))
+        if isinstance(x, list) and x and all(isinstance(row, (tuple, list)) for row in x):
+            if any(len(row) not in (2, 3) for row in x):
+                raise self.error("%s is a list of rows of %d items; a row is (context, endings) "
+                                 "or (context, start, endings)", name,
+                                 next(len(row) for row in x if len(row) not in (2, 3)))
+            x = {"context": [row[0] for row in x], "endings": [row[-1] for row in x],
+                 "start": [row[1] if len(row) == 3 else "" for row in x]}
+        if not isinstance(x, dict) or "context" not in x or "endings" not in x:
+            raise self.error("%s takes %s; got %s", name, self.x_forms(), describe(x))
+        unknown = sorted(str(key) for key in x if key not in ("context", "start", "endings"))
+        if unknown:
+            raise self.error("%s has keys %s; raw multiple-choice text is context, endings and "
+                             "optionally start", name, unknown)
+        converted = {key: self.texts(x[key], "%s['%s']" % (name, key))
+                     for key in ("context", "start") if key in x}
+        endings = x["endings"]
+        if _is_series(endings):
+            endings = endings.to_numpy()
+        rows = [list(row) for row in endings] if not tf.is_tensor(endings) else None
+        if rows is not None:
+            if any(isinstance(row, (str, bytes)) for row in endings) or any(
+                    len(row) != len(rows[0]) for row in rows):
+                raise self.error("%s['endings'] takes a list of endings per example, each of "
+                                 "the same number of choices", name)
+            endings = tf.reshape(tf.constant(self.utf8(sum(rows, []), "%s['endings']" % name),
+                                             tf.string), [len(rows), -1])
+        if endings.dtype != tf.string or endings.shape.rank != 2 or endings.shape[1] < 2:
+            raise self.error("%s['endings'] is %s; it takes [n, num_choices] texts, at least 2 "
+                             "choices", name, describe(endings))
+        converted["endings"] = endings
+        return converted
+
+    def num_choices(self, x):
+        """The choices per example of a multiple-choice model's converted x."""
+        if "endings" in x:
+            return int(x["endings"].shape[1])
+        if len(x["input_ids"].shape) == 3:
+            return int(x["input_ids"].shape[1])
+        return self.model_num_choices
 
     def input_dict(self, x, name):
         keys = [str(key) for key in x]
@@ -346,8 +402,9 @@ class UserData(object):
                                  name, fractional[0], self.name, last)
         out_of_range = ids[(ids < 0) | (ids > last)]
         if out_of_range.size:
-            raise self.error("%s holds label %s; %s (num_labels=%d) takes class ids 0 to %d",
-                             name, out_of_range[0], self.name, self.num_classes, last)
+            raise self.error("%s holds label %s; %s (%s=%d) takes class ids 0 to %d",
+                             name, out_of_range[0], self.name, "num_choices"
+                             if self.multiple_choice else "num_labels", self.num_classes, last)
         return ids.astype(np.int32)
 
     def numbers(self, value, name, forms):
