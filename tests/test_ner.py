@@ -5,7 +5,7 @@
 * A 1-layer model fine-tuned by `run_ner` on synthetic CoNLL files (known
   words are entities, some of them two sub-tokens) finds the entities far
   above chance; the records, the checkpoint's variable names and the output
-  files are checked.
+  files are checked; conlleval's scores of its predictions are seqeval's.
 * Keras's `evaluate` on the same checkpoint and data gives the tool's
   metrics; `predict_words` gives the tool's labels, a sentence longer than
   max_seq_length included (every word labelled, from its max-context window).
@@ -29,6 +29,7 @@ from bert_tf.data import squad_windows
 from bert_tf.modeling import checkpoint
 from bert_tf.modeling.config import BertConfig
 from bert_tf.tasks.token_classification import BertTokenClassifier
+from tests.test_ner_metrics import seqeval_scores
 from tests.test_pretraining import one_layer_config
 from tests.test_pretraining import write_config
 from tests.tools import toolrun
@@ -200,10 +201,14 @@ def test_run_ner_learns_the_entities_and_writes_its_files(files, trained):
     rows = _read_predictions(output_dir / "eval_predictions.txt")
     assert [[(w, g) for w, g, _ in r] for r in rows] == [
         list(zip(s.words, s.labels)) for s in dev]
-    scores = conlleval.evaluate([[g for _, g, _ in r] for r in rows],
-                                [[p for _, _, p in r] for r in rows])
+    gold = [[g for _, g, _ in r] for r in rows]
+    predicted = [[p for _, _, p in r] for r in rows]
+    assert gold != predicted  # some mistakes to score
+    scores = conlleval.evaluate(gold, predicted)
+    reference = seqeval_scores(gold, predicted)  # the reference scorer on a real run's labels
     for key in ("precision", "recall", "f1"):
         assert float(results[key]) == pytest.approx(scores[key], abs=1e-6), key
+        assert scores[key] == pytest.approx(reference[key], abs=1e-12), key
 
     # test_predictions.txt: every word of every test sentence, the long one's too.
     rows = _read_predictions(output_dir / "test_predictions.txt")
