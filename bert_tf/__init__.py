@@ -37,6 +37,7 @@ _LAZY = {
     "BertSquad": ("bert_tf.models", "BertSquad"),
     "BertPreprocessor": ("bert_tf.models", "BertPreprocessor"),
     "SentenceEmbedder": ("bert_tf.models", "SentenceEmbedder"),
+    "BertTokenClassifier": ("bert_tf.models", "BertTokenClassifier"),
 }
 
 __all__ = sorted(_LAZY)

@@ -6,6 +6,7 @@
   BertClassifier   + the classifier head (`output_weights`/`_bias`)   bert_tf.tasks.classifier
   BertSquad        + the SQuAD span head (`cls/squad/...`)            bert_tf.tasks.squad
   SentenceEmbedder + a pooling over the real tokens: sentence vectors  bert_tf.tasks.embeddings
+  BertTokenClassifier + the classifier head on every token (NER)   bert_tf.tasks.token_classification
   BertPreprocessor raw text -> input_ids / input_mask / segment_ids   bert_tf.tokenization.preprocessor
 
 Every class is a Keras 3 object registered for `.keras` files
@@ -36,6 +37,7 @@ from bert_tf.tokenization.preprocessor import BertPreprocessor  # noqa: F401
 from bert_tf.tasks.pretraining import BertPretrainer  # noqa: F401
 from bert_tf.tasks.squad import BertSquad  # noqa: F401
 from bert_tf.tasks.embeddings import SentenceEmbedder  # noqa: F401
+from bert_tf.tasks.token_classification import BertTokenClassifier  # noqa: F401
 
 __all__ = ["BertClassifier", "BertFillMask", "BertModel", "BertPreprocessor", "BertPretrainer",
-           "BertSquad", "SentenceEmbedder"]
+           "BertSquad", "BertTokenClassifier", "SentenceEmbedder"]

@@ -27,7 +27,6 @@ from bert_tf.data import conlleval
 from bert_tf.data import ner_data
 from bert_tf.data import squad_windows
 from bert_tf.modeling import checkpoint
-from bert_tf.modeling.config import BertConfig
 from bert_tf.tasks.token_classification import BertTokenClassifier
 from tests.test_ner_metrics import seqeval_scores
 from tests.test_pretraining import one_layer_config
@@ -123,10 +122,12 @@ def trained(files):
 
 
 def _model(files, output_dir):
-    labels = ner_data.read_labels(str(output_dir / "labels.txt"))
-    model = BertTokenClassifier(BertConfig.from_json_file(files["config"]), len(labels), labels=labels, vocab_file=files["vocab"],
-                                max_seq_length=MAX_SEQ_LENGTH, doc_stride=5)
-    checkpoint.load_checkpoint(model, str(output_dir), strict=True)
+    """The run's model, read back as a user reads it, with the run's windows."""
+    import bert_tf
+    model = bert_tf.from_pretrained(str(output_dir), head="token_classification",
+                                    bert_config_file=files["config"],
+                                    vocab_file=files["vocab"]).model
+    model.max_seq_length, model.doc_stride = MAX_SEQ_LENGTH, 5
     return model
 
 
@@ -242,6 +243,7 @@ def test_run_ner_learns_the_entities_and_writes_its_files(files, trained):
 def test_keras_evaluate_and_predict_words_agree_with_the_tool(files, trained):
     output_dir = trained["output_dir"]
     model = _model(files, output_dir)
+    assert model.labels == ner_data.read_labels(str(output_dir / "labels.txt"))
     with open(output_dir / "eval_results.txt") as f:
         results = {k: float(v) for k, v in (line.split(" = ") for line in f.read().splitlines())}
     dev = ner_data.read_conll(os.path.join(files["data_dir"], "dev.txt"))

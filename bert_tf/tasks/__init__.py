@@ -13,6 +13,9 @@
   squad        `BertSquad`, the span loss, `SquadTask` (run_squad).
   embeddings   `SentenceEmbedder` (pooled sentence vectors, cosine), the
                in-batch-negatives loss, `EmbeddingsTask` (new).
+  token_classification
+               `BertTokenClassifier` (named entities), the masked token
+               loss, `TokenClassificationTask` (run_ner, new).
 """
 
 from bert_tf.tasks.base import Task  # noqa: F401
@@ -20,3 +23,4 @@ from bert_tf.tasks.classifier import ClassifierTask  # noqa: F401
 from bert_tf.tasks.embeddings import EmbeddingsTask  # noqa: F401
 from bert_tf.tasks.pretraining import PretrainingTask  # noqa: F401
 from bert_tf.tasks.squad import SquadTask  # noqa: F401
+from bert_tf.tasks.token_classification import TokenClassificationTask  # noqa: F401
