@@ -28,6 +28,7 @@ from bert_tf.data import ner_data
 from bert_tf.data import squad_windows
 from bert_tf.modeling import checkpoint
 from bert_tf.tasks.token_classification import BertTokenClassifier
+from tests import bare_tf
 from tests.test_ner_metrics import seqeval_scores
 from tests.test_pretraining import one_layer_config
 from tests.test_pretraining import write_config
@@ -374,3 +375,59 @@ def test_cli_exits_2_on_an_unseen_label(files):
     assert rc == 2, err[-3000:]
     assert "line 3: label B-CITY was not seen in training" in err and "Traceback" not in err
     assert not output_dir.exists()
+
+
+# ------------------------------------------------------------------ the export
+
+_BARE_SERVE = bare_tf.PRELUDE + r'''
+import json
+export, texts_file, out = sys.argv[1:4]
+texts = json.load(open(texts_file))
+serve = tf.saved_model.load(export).signatures["serving_default"]
+got = serve(text=tf.constant(texts))
+rows = []
+for i in range(len(texts)):
+    n, k = int(got["num_words"][i]), int(got["num_entities"][i])
+    rows.append({
+        "words": [w.decode() for w in got["words"][i][:n].numpy()],
+        "labels": [w.decode() for w in got["labels"][i][:n].numpy()],
+        "word_start": got["word_start"][i][:n].numpy().tolist(),
+        "entities": [{"entity": t.decode(), "text": x.decode(), "start": int(s), "end": int(e)}
+                     for t, x, s, e in zip(got["entity_types"][i][:k].numpy(),
+                                           got["entity_texts"][i][:k].numpy(),
+                                           got["entity_start"][i][:k].numpy(),
+                                           got["entity_end"][i][:k].numpy())]})
+json.dump({"rows": rows, "inputs": sorted(serve.structured_input_signature[1]),
+           "blocked": sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)},
+          open(out, "w"))
+'''
+
+
+@pytest.mark.slow
+def test_the_export_serves_keras_predict_entities_to_a_plain_tensorflow_process(
+        files, trained, tmp_path):
+    import json
+    output_dir = trained["output_dir"]
+    export_dir, _ = toolrun.run_tool("export_saved_model", [
+        "--task_name=ner", "--init_checkpoint=%s" % output_dir,
+        "--bert_config_file=%s" % files["config"], "--vocab_file=%s" % files["vocab"],
+        "--max_seq_length=%d" % MAX_SEQ_LENGTH, "--doc_stride=5",
+        "--export_dir=%s" % (tmp_path / "export"), "--version=1"])
+    long_text = " ".join(files["test"][-1][0]) + " , with Jordan!"
+    texts = ["We met John Smith in Parisville and Acme Corp .", "", "  Globex\u00a0said: Mary",
+             "B\u00e9rlin \u00fcber Johnson's caf\u00e9 \u6771", long_text]
+    (tmp_path / "texts.json").write_text(json.dumps(texts))
+    bare_tf.run_script(_BARE_SERVE, [export_dir, tmp_path / "texts.json", tmp_path / "out.json"],
+                       tmp_path)
+    got = json.loads((tmp_path / "out.json").read_text())
+    assert got["blocked"] == [] and got["inputs"] == ["text"]
+    model = _model(files, output_dir)
+    entities = model.predict_entities(texts)
+    for text, row, want in zip(texts, got["rows"], entities):
+        words = ner_data.split_words(text)
+        assert row["words"] == [w for w, _, _ in words]
+        assert row["word_start"] == [s for _, s, _ in words]
+        assert row["labels"] == (model.predict_words([w for w, _, _ in words]) if words else [])
+        assert row["entities"] == [{k: e[k] for k in ("entity", "text", "start", "end")}
+                                   for e in want]
+    assert len(got["rows"][-1]["words"]) > MAX_SEQ_LENGTH and got["rows"][0]["entities"]

@@ -61,3 +61,25 @@ def test_malformed_chunks_count_as_conlleval_counts_them():
     assert scores["precision"] == 1.0 and scores["recall"] == 0.5
     assert scores["f1"] == pytest.approx(2 / 3)
     assert conlleval.evaluate([["O"]], [["O"]])["f1"] == 0.0  # no chunk: 0, not 0 / 0
+
+
+def test_the_exports_graph_chunks_are_conllevals():
+    # bert_tf.export.ner's chunk rules in TF ops, on random BIO / IOBES label ids.
+    import tensorflow as tf
+    from bert_tf.export import ner
+    rng = np.random.RandomState(7)
+    labels = ["O"] + ["%s-%s" % (p, t) for p in "BIES" for t in TYPES]
+    tags, types = zip(*(conlleval.split_label(label) for label in labels))
+    type_names = sorted(set(types))
+    tag_codes = np.array([ner._TAG_CODES[t] for t in tags])  # pylint: disable=protected-access
+    type_ids = np.array([type_names.index(t) for t in types])
+    for _ in range(50):
+        ids = rng.randint(len(labels), size=rng.randint(1, 15))
+        padded = np.concatenate([ids, [0]])  # a final "O" ends the last chunk
+        tag, chunk_type = tag_codes[padded], type_ids[padded]
+        prev_tag, prev_type = np.concatenate([[0], tag[:-1]]), np.concatenate([[0], chunk_type[:-1]])
+        start, end = ner.chunk_flags(*(tf.constant(v) for v in (tag, chunk_type, prev_tag,
+                                                                 prev_type)))
+        starts, ends = np.flatnonzero(start.numpy()), np.flatnonzero(end.numpy()) - 1
+        chunks = [(type_names[type_ids[ids[e]]], s, e) for s, e in zip(starts, ends)]
+        assert chunks == conlleval.get_chunks([labels[i] for i in ids]), ids

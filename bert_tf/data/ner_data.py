@@ -166,6 +166,21 @@ def _char_class(char):
     return 1
 
 
+def char_class_ranges():
+    """(bounds, classes): `_char_class` of every code point as ranges, for a graph lookup.
+
+    The code points from bounds[i] up to bounds[i + 1] - 1 have classes[i]
+    (bounds[0] is 0); `split_words`' rule, as `bert_tf.export.ner` looks it up.
+    """
+    bounds, classes = [], []
+    for cp in range(0x110000):
+        kind = _char_class(chr(cp))
+        if not classes or kind != classes[-1]:
+            bounds.append(cp)
+            classes.append(kind)
+    return bounds, classes
+
+
 def split_words(text):
     """The words of raw text with their character offsets: [(word, start, end)].
 

@@ -20,7 +20,8 @@ sequence_output, encoder_outputs), `embeddings` (text_a -> one vector per
 text, `--pooling`, `--normalize`: what bert-run-embeddings trained; a plain
 TensorFlow process serves it), `squad` and `fill_mask` (text with [MASK]s
 -> the --top_k best tokens per [MASK], their strings and scores; any
-release). `--format=tfhub` (task
+release) and `ner` (bert-run-ner's checkpoint and labels.txt: text -> a label
+per word and the entities with their character offsets). `--format=tfhub` (task
 encoder) writes `<version>/preprocessor/` and `<version>/encoder/` instead.
 The model is rebuilt in float32 whatever precision it was trained in; the
 answers equal `run_classifier.py --do_predict`'s for the same text.
@@ -42,8 +43,9 @@ FLAGS = (
         "The task of the checkpoint: a task of run_classifier.py (cola, mnli, mrpc, "
         "xnli, sst-2, qnli, qqp, rte, wnli, sts-b, ...), squad, encoder (the "
         "bare BERT encoder), embeddings (one vector per text: --pooling, --normalize), "
-        "or fill_mask (the pre-training masked-LM head: the best tokens for each [MASK] "
-        "of a text; any release)."),
+        "fill_mask (the pre-training masked-LM head: the best tokens for each [MASK] "
+        "of a text; any release), or ner (a bert-run-ner checkpoint: a label per word "
+        "and the entities with their character offsets; --doc_stride windows)."),
     groups.BERT_CONFIG_FILE,
     groups.VOCAB_FILE,
     groups.DO_LOWER_CASE,
