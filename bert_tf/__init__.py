@@ -38,6 +38,7 @@ _LAZY = {
     "BertPreprocessor": ("bert_tf.models", "BertPreprocessor"),
     "SentenceEmbedder": ("bert_tf.models", "SentenceEmbedder"),
     "BertMultipleChoice": ("bert_tf.models", "BertMultipleChoice"),
+    "BertTokenClassifier": ("bert_tf.models", "BertTokenClassifier"),
 }
 
 __all__ = sorted(_LAZY)

@@ -7,6 +7,7 @@
   BertSquad        + the SQuAD span head (`cls/squad/...`)            bert_tf.tasks.squad
   SentenceEmbedder + a pooling over the real tokens: sentence vectors  bert_tf.tasks.embeddings
   BertMultipleChoice + a score per choice (SWAG; `output_weights`)    bert_tf.tasks.multiple_choice
+  BertTokenClassifier + the classifier head on every token (NER)   bert_tf.tasks.token_classification
   BertPreprocessor raw text -> input_ids / input_mask / segment_ids   bert_tf.tokenization.preprocessor
 
 Every class is a Keras 3 object registered for `.keras` files
@@ -38,6 +39,7 @@ from bert_tf.tasks.pretraining import BertPretrainer  # noqa: F401
 from bert_tf.tasks.squad import BertSquad  # noqa: F401
 from bert_tf.tasks.embeddings import SentenceEmbedder  # noqa: F401
 from bert_tf.tasks.multiple_choice import BertMultipleChoice  # noqa: F401
+from bert_tf.tasks.token_classification import BertTokenClassifier  # noqa: F401
 
 __all__ = ["BertClassifier", "BertFillMask", "BertModel", "BertMultipleChoice", "BertPreprocessor",
-           "BertPretrainer", "BertSquad", "SentenceEmbedder"]
+           "BertPretrainer", "BertSquad", "BertTokenClassifier", "SentenceEmbedder"]

@@ -36,6 +36,7 @@ from absl import logging
 
 from bert_tf import releases
 from bert_tf import tokenization
+from bert_tf.data import ner_data
 from bert_tf.tokenization import huggingface as hf_tokenizer
 from bert_tf.tokenization.preprocessor import BertPreprocessor
 from bert_tf.errors import UserError
@@ -49,6 +50,7 @@ from bert_tf.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.tasks.pretraining import BertFillMask
 from bert_tf.tasks.pretraining import BertPretrainer
 from bert_tf.tasks.squad import BertSquad
+from bert_tf.tasks.token_classification import BertTokenClassifier
 
 CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
@@ -61,9 +63,10 @@ HEADS = collections.OrderedDict([
     ("squad", BertSquad),
     ("embeddings", embeddings.SentenceEmbedder),
     ("multiple_choice", BertMultipleChoice),
+    ("token_classification", BertTokenClassifier),
 ])
 # Heads a release does not have: they start from their initializer when absent.
-TASK_HEADS = ("classifier", "squad", "multiple_choice")
+TASK_HEADS = ("classifier", "squad", "multiple_choice", "token_classification")
 
 # The original's pattern for a release's name in a checkpoint path
 # (`validate_case_matches_checkpoint`): the directory of `bert_model.ckpt`.
@@ -110,13 +113,13 @@ def _file_beside(directory, name, argument, checkpoint_path):
     return path
 
 
-def _classifier_num_labels(checkpoint_path):
+def _classifier_num_labels(checkpoint_path, head="classifier"):
     """The number of labels of the checkpoint's classifier head (`output_weights`)."""
     shapes = checkpoint_lib.list_checkpoint_variables(checkpoint_path, flag=None)
     num_labels = checkpoint_lib.classifier_num_labels(shapes)
     if num_labels is None:
-        raise UserError("head='classifier' needs num_labels=: %s holds no classifier head "
-                        "(output_weights) to take it from" % checkpoint_path)
+        raise UserError("head=%r needs num_labels=: %s holds no classifier head "
+                        "(output_weights) to take it from" % (head, checkpoint_path))
     return num_labels
 
 
@@ -171,9 +174,14 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         "multiple_choice": `BertMultipleChoice` (the classifier's head with
           one label, a score per choice; bert-run-multiple-choice's), which
           takes raw text too (its preprocessor: `max_seq_length`, default 128).
+        "token_classification": `BertTokenClassifier` (named entities: the
+          classifier head on every token; its labels from the `labels.txt`
+          beside the checkpoint, which bert-run-ner writes: `predict_words`,
+          `predict_entities`).
         A task head that the checkpoint lacks starts from its initializer.
       num_labels: the classifier's number of labels (1: regression). Taken
-        from the checkpoint's head when it has one; needed otherwise.
+        from the checkpoint's head when it has one (token_classification:
+        from labels.txt first); needed otherwise.
       do_lower_case: lower-case and strip accents in the tokenizer. None
         infers it from the release's directory name (`infer_do_lower_case`);
         a value that contradicts it raises the original's error.
@@ -218,9 +226,9 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
     if head not in HEADS:
         raise UserError("head=%r: not a head (one of %s)"
                         % (head, ", ".join(repr(h) for h in HEADS)))
-    if num_labels is not None and head != "classifier":
-        raise UserError("num_labels=%r is for head='classifier' only (head=%r)"
-                        % (num_labels, head))
+    if num_labels is not None and head not in ("classifier", "token_classification"):
+        raise UserError("num_labels=%r is for head='classifier' or 'token_classification' only "
+                        "(head=%r)" % (num_labels, head))
     given = [(k, v) for k, v in (("pooling", pooling), ("normalize", normalize),
                                  ("max_seq_length", max_seq_length)) if v is not None]
     if head == "multiple_choice":  # its preprocessor's length
@@ -255,6 +263,16 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         if num_labels is None:
             num_labels = _classifier_num_labels(checkpoint_path)
         model = BertClassifier(config, num_labels)
+    elif head == "token_classification":
+        labels_file = os.path.join(directory, ner_data.LABELS_FILE)
+        labels = ner_data.read_labels(labels_file) if tf.io.gfile.exists(labels_file) else None
+        if num_labels is None:
+            num_labels = (len(labels) if labels is not None
+                          else _classifier_num_labels(checkpoint_path, head))
+        model = BertTokenClassifier(config, num_labels,
+                                    labels=labels if labels and len(labels) == num_labels else None,
+                                    vocab_file=vocab_file, do_lower_case=bool(do_lower_case))
+        model.tokenizer = tokenizer
     elif head == "fill_mask":
         model = BertFillMask(config, vocab_file=vocab_file, do_lower_case=bool(do_lower_case))
         model.tokenizer = tokenizer

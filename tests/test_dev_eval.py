@@ -125,10 +125,10 @@ def test_options_refuse_what_no_run_can_use(tmp_path):
 
 def test_every_fine_tuning_tool_takes_the_options_from_one_group():
     from bert_tf.tools import flag_groups
-    from bert_tf.tools import run_classifier, run_classifier_with_tfhub, run_squad
+    from bert_tf.tools import run_classifier, run_classifier_with_tfhub, run_ner, run_squad
     names = {flag.name for flag in flag_groups.DEV_EVAL}
     assert names == {"eval_every_steps", "best_metric", "early_stopping_patience"}
-    for tool in (run_classifier, run_classifier_with_tfhub, run_squad):
+    for tool in (run_classifier, run_classifier_with_tfhub, run_squad, run_ner):
         assert names <= {flag.name for flag in tool.TOOL.flags}, tool.__name__
         assert isinstance(tool.TOOL.function().__defaults__[-1], DevEval), tool.__name__
 

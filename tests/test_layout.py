@@ -414,7 +414,7 @@ def test_tools_are_thin():
     else; the library reads no flags."""
     graph = import_graph()
     tools = tool_modules()
-    assert len(tools) == 14, tools
+    assert len(tools) == 15, tools
     for path, targets in graph.items():
         if path.startswith("tools/"):
             if path != "tools/_bootstrap.py":

@@ -63,8 +63,17 @@ and (classifier) `labels` as variables, and `vocab_file` as the asset.
                             "mrpc_output/", "/models/mrpc", max_seq_length=128)
   # /models/mrpc/<timestamp>/saved_model.pb, variables/, assets/vocab.txt
 
+  ner (task_name "ner": a checkpoint of bert-run-ner, its labels.txt beside it;
+  `bert_tf.export.ner`):
+    serving_default  text: string [batch] -> words, labels string [batch, words],
+                     word_start, word_end int32 (character offsets), num_words;
+                     entity_types, entity_texts string [batch, entities],
+                     entity_start, entity_end int32, num_entities (conlleval's chunks);
+                     sentences longer than max_seq_length in doc_stride windows
+
 `squad` dispatches to `bert_tf.export.squad.SquadServingModule`, `fill_mask` to
-`bert_tf.export.fill_mask.FillMaskServingModule`, and
+`bert_tf.export.fill_mask.FillMaskServingModule`, `ner` to
+`bert_tf.export.ner.NerServingModule`, and
 `format="tfhub"` to `bert_tf.export.hub.export_tfhub`.
 """
 
@@ -82,9 +91,11 @@ from bert_tf import logs
 from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.data import classifier_data
+from bert_tf.data import ner_data
 from bert_tf.errors import UserError
 from bert_tf.export import hub
 from bert_tf.export.fill_mask import FillMaskServingModule
+from bert_tf.export.ner import NerServingModule
 from bert_tf.export.squad import SquadServingModule
 from bert_tf.item_progress import PhaseLog
 from bert_tf.modeling import checkpoint as checkpoint_lib
@@ -97,6 +108,7 @@ from bert_tf.tasks.classifier import BertClassifier
 from bert_tf.tasks.classifier import check_threshold
 from bert_tf.tasks.pretraining import BertPretrainer
 from bert_tf.tasks.squad import BertSquad
+from bert_tf.tasks.token_classification import BertTokenClassifier
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 
 CLASSIFIER = "classifier"
@@ -105,6 +117,7 @@ FILL_MASK = "fill_mask"
 EMBEDDINGS = "embeddings"
 MULTIPLE_CHOICE = "multiple_choice"
 SQUAD = "squad"
+NER = "ner"
 FORMATS = ("saved_model", "tfhub")
 # The feature rows' length when --max_seq_length is not given (an embedder: its own).
 DEFAULT_MAX_SEQ_LENGTH = 128
@@ -133,12 +146,12 @@ def task_spec(task_name, data_dir=None):
         return SQUAD, None, False
     if key == FILL_MASK:
         return FILL_MASK, None, False
-    if key == MULTIPLE_CHOICE:
-        return MULTIPLE_CHOICE, None, False
+    if key in (MULTIPLE_CHOICE, NER):
+        return key, None, False
     if key not in classifier_data.PROCESSORS:
-        raise UserError("Task not found: %s (known: %s, %s, %s, %s, %s, %s)" % (
+        raise UserError("Task not found: %s (known: %s, %s, %s, %s, %s, %s, %s)" % (
             key, ", ".join(classifier_data.PROCESSORS), SQUAD, ENCODER, FILL_MASK, EMBEDDINGS,
-            MULTIPLE_CHOICE))
+            MULTIPLE_CHOICE, NER))
     processor = classifier_data.get_processor(key)
     if hasattr(processor, "read_labels"):
         if not data_dir:
@@ -160,16 +173,18 @@ def check_checkpoint(checkpoint_prefix, config, kind, num_labels=None,
     # Unreadable or corrupt files are one-line errors of the checkpoint module.
     shapes = checkpoint_lib.list_checkpoint_variables(checkpoint_prefix)
     head = {ENCODER: None, EMBEDDINGS: None, FILL_MASK: "pretraining",
-            MULTIPLE_CHOICE: CLASSIFIER}.get(kind, kind)
+            MULTIPLE_CHOICE: CLASSIFIER, NER: CLASSIFIER}.get(kind, kind)
     expected = checkpoint_lib.expected_tf1_variables(config, head=head, num_labels=num_labels)
     for name, shape in expected.items():
         if name not in shapes:
             if checkpoint_lib.head_of(name) == CLASSIFIER:
                 raise UserError(
                     "--init_checkpoint=%s has no classifier head (variable %s is missing): "
-                    "export a checkpoint that %s" % (checkpoint_prefix, name,
-                    "run_multiple_choice.py fine-tuned" if kind == MULTIPLE_CHOICE
-                    else "run_classifier.py fine-tuned on %s" % task_name))
+                    "export a checkpoint that %s" % (
+                        checkpoint_prefix, name,
+                        "run_multiple_choice.py fine-tuned" if kind == MULTIPLE_CHOICE
+                        else "bert-run-ner fine-tuned" if kind == NER
+                        else "run_classifier.py fine-tuned on %s" % task_name))
             if checkpoint_lib.head_of(name) == SQUAD:
                 raise UserError(
                     "--init_checkpoint=%s has no SQuAD head (variable %s is missing): "
@@ -204,6 +219,8 @@ def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision
             model = BertPretrainer(config)
         elif kind == MULTIPLE_CHOICE:
             model = multiple_choice.BertMultipleChoice(config)
+        elif kind == NER:
+            model = BertTokenClassifier(config, num_labels)
         else:  # the encoder, and the embedder's backbone
             model = BertModel(config)
     checkpoint_lib.load_checkpoint(model, checkpoint_prefix, strict=True)
@@ -603,7 +620,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     Args:
       task_name: a task of `classifier_data.PROCESSORS`, "squad", "encoder" or
         "fill_mask" (the pre-training heads' masked LM: any release),
-        "embeddings" or "multiple_choice".
+        "embeddings", "multiple_choice" or "ner" (a bert-run-ner checkpoint).
       bert_config_file: the path of a bert_config.json (or a release's name),
         or a `BertConfig`.
       vocab_file, do_lower_case: the tokenizer's (as `FullTokenizer`).
@@ -616,7 +633,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
       version: positive int; default: the time in seconds.
       format: "saved_model", or "tfhub" (task "encoder": `hub.export_tfhub`
         writes `<version>/preprocessor/` and `<version>/encoder/`).
-      doc_stride, max_query_length, n_best_size, max_answer_length: SQuAD's.
+      doc_stride, max_query_length, n_best_size, max_answer_length: SQuAD's
+        (doc_stride: ner's windows too).
       mixed_precision: None (float32), "bf16" or "fp16": the exported model
         computes in bfloat16 / float16 (float32 variables; the signatures
         and their float32 outputs are the same). Every format and task.
@@ -663,6 +681,13 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     tokenization.check_vocab(vocab_file, config, bert_config_file)
     prefix = checkpoint_lib.resolve_checkpoint(init_checkpoint)
+    if kind == NER:
+        # The labels bert-run-ner wrote beside its checkpoints.
+        labels_file = os.path.join(os.path.dirname(prefix), ner_data.LABELS_FILE)
+        if not tf.io.gfile.exists(labels_file):
+            raise UserError("--task_name=%s: no %s beside --init_checkpoint=%s (bert-run-ner "
+                            "writes it to its output_dir)" % (NER, ner_data.LABELS_FILE, prefix))
+        labels = ner_data.read_labels(labels_file)
     num_labels = None if labels is None else (1 if is_regression else len(labels))
     if kind == MULTIPLE_CHOICE:
         num_labels = 1  # one score per choice: output_weights [1, hidden_size]
@@ -712,6 +737,10 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
             module = FillMaskServingModule(model, tokenizer,
                                            list(tokenization.load_vocab(vocab_file)),
                                            max_seq_length, top_k)
+            signatures = module.signatures()
+        elif kind == NER:
+            module = NerServingModule(model, tokenizer, list(tokenization.load_vocab(vocab_file)),
+                                      labels, max_seq_length, doc_stride)
             signatures = module.signatures()
         elif kind == EMBEDDINGS:
             module = EmbeddingsServingModule(model, tokenizer, max_seq_length, vocab_file,

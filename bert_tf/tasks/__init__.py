@@ -16,6 +16,9 @@
   multiple_choice
                `BertMultipleChoice` (a score per choice, SWAG),
                `MultipleChoiceTask` (new; run_multiple_choice).
+  token_classification
+               `BertTokenClassifier` (named entities), the masked token
+               loss, `TokenClassificationTask` (run_ner, new).
 """
 
 from bert_tf.tasks.base import Task  # noqa: F401
@@ -24,3 +27,4 @@ from bert_tf.tasks.embeddings import EmbeddingsTask  # noqa: F401
 from bert_tf.tasks.multiple_choice import MultipleChoiceTask  # noqa: F401
 from bert_tf.tasks.pretraining import PretrainingTask  # noqa: F401
 from bert_tf.tasks.squad import SquadTask  # noqa: F401
+from bert_tf.tasks.token_classification import TokenClassificationTask  # noqa: F401

@@ -398,7 +398,10 @@ class TaskModel(object):
         def predict(data):
             features = self.features_from_data(data)
             outputs = dict(task.predict_step(self, features))
-            outputs.update(passed_through(features, task.label_keys + ("is_real_example",)))
+            # The labels as given, unless predict_step hands them back already (in their shape).
+            for key, value in passed_through(
+                    features, task.label_keys + ("is_real_example",)).items():
+                outputs.setdefault(key, value)
             return outputs
 
         rows = [{k: v.numpy() for k, v in predict(batch).items()} for batch in dataset]

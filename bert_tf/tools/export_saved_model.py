@@ -20,8 +20,10 @@ sequence_output, encoder_outputs), `embeddings` (text_a -> one vector per
 text, `--pooling`, `--normalize`: what bert-run-embeddings trained; a plain
 TensorFlow process serves it), `squad`, `fill_mask` (text with [MASK]s
 -> the --top_k best tokens per [MASK], their strings and scores; any
-release) and `multiple_choice` (context, start and endings -> a probability
-per choice and the chosen index; what bert-run-multiple-choice trained). `--format=tfhub` (task
+release), `multiple_choice` (context, start and endings -> a probability
+per choice and the chosen index; what bert-run-multiple-choice trained) and
+`ner` (bert-run-ner's checkpoint and labels.txt: text -> a label per word and
+the entities with their character offsets). `--format=tfhub` (task
 encoder) writes `<version>/preprocessor/` and `<version>/encoder/` instead.
 The model is rebuilt in float32 whatever precision it was trained in; the
 answers equal `run_classifier.py --do_predict`'s for the same text.
@@ -44,7 +46,9 @@ FLAGS = (
         "xnli, sst-2, qnli, qqp, rte, wnli, sts-b, ...), squad, encoder (the "
         "bare BERT encoder), embeddings (one vector per text: --pooling, --normalize), "
         "fill_mask (the pre-training masked-LM head: the best tokens for each [MASK] "
-        "of a text; any release), or multiple_choice (bert-run-multiple-choice's)."),
+        "of a text; any release), multiple_choice (bert-run-multiple-choice's), or ner "
+        "(a bert-run-ner checkpoint: a label per word and the entities with their "
+        "character offsets; --doc_stride windows)."),
     groups.BERT_CONFIG_FILE,
     groups.VOCAB_FILE,
     groups.DO_LOWER_CASE,

@@ -1,0 +1,67 @@
+r"""BERT fine-tuning on named entities, CoNLL-2003 (new; the BERT paper's §5.3, in run_classifier's manner).
+
+  bert-run-ner \
+    --do_train=true --do_eval=true --do_predict=true --data_dir=$CONLL_DIR \
+    --vocab_file=$BERT_BASE_DIR/vocab.txt \
+    --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+    --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --do_lower_case=false \
+    --max_seq_length=128 --train_batch_size=32 --learning_rate=5e-5 \
+    --num_train_epochs=3.0 --output_dir=/tmp/ner_output/
+
+--data_dir holds train.txt, dev.txt and test.txt in CoNLL-2003's layout: one
+word a line, the word in the first column and its label in the last
+(whitespace-separated), a blank line between sentences, -DOCSTART- lines
+skipped. The first sub-token of each word is labelled; the others are not.
+A sentence longer than --max_seq_length goes in --doc_stride windows, each
+word labelled in the window where it has the most context.
+
+It writes `output_dir/labels.txt` (the training labels, "O" first; read back
+by --do_eval / --do_predict and the export), `train.tf_record`,
+`eval.tf_record`, `predict.tf_record`, `model.ckpt-<step>` (Google's format:
+bert/..., output_weights, output_bias), `eval_results.txt` (--do_eval:
+eval_loss, eval_accuracy, and conlleval's entity-level precision, recall and
+f1), `eval_predictions.txt` and `test_predictions.txt` (`word gold predicted`
+a line, a blank line between sentences: conlleval's input). Scale out with
+run_classifier's flags; --eval_every_steps keeps the best checkpoint by f1.
+
+Also `python -m bert_tf.tools.run_ner`; in a clone, `python tools/run_ner.py`.
+"""
+
+import sys
+
+from bert_tf.tools import cli
+from bert_tf.tools import flag_groups as groups
+
+FLAGS = (groups.MODEL + (
+    groups.with_help(groups.DATA_DIR,
+                     "The input data dir: train.txt, dev.txt and test.txt in CoNLL-2003's "
+                     "layout (the word first, its label last, a blank line between "
+                     "sentences)."),
+    groups.OUTPUT_DIR, groups.MAX_SEQ_LENGTH,
+    groups.with_default(groups.with_help(
+        groups.SQUAD_WINDOWS[0],
+        "A sentence longer than max_seq_length - 2 WordPiece tokens is cut into windows "
+        "that start every this many tokens; each word takes its label from the window "
+        "where it has the most context."), 64),
+    groups.DO_TRAIN, groups.DO_EVAL, groups.DO_PREDICT, groups.TRAIN_BATCH_SIZE,
+    groups.EVAL_BATCH_SIZE, groups.PREDICT_BATCH_SIZE)
+    + groups.FINETUNING_SCHEDULE + groups.SCALE_OUT + groups.DEV_EVAL)
+
+
+def function():
+    """The library function this tool calls (imported when it runs)."""
+    from bert_tf.runs.run_ner import run_ner
+    return run_ner
+
+
+TOOL = cli.Tool(__name__, function, FLAGS,
+                required=("vocab_file", "bert_config_file", "data_dir", "output_dir"))
+
+
+def main(argv=None):
+    """The command line: `bert-run-ner`."""
+    return TOOL.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
