@@ -158,9 +158,8 @@ class BertClassifier(TaskModel, keras.Model):
         if text_windows.TEXT_INDEX in features:
             # Windows of texts: each text's mean over its windows (every text has one).
             text_index = features[text_windows.TEXT_INDEX]  # [W]
-            num_texts = tf.reduce_max(tf.concat([text_index, [-1]], 0)) + 1
             result = {k: tf.math.unsorted_segment_mean(tf.cast(v, tf.float32), text_index,
-                                                       num_texts)  # [B, ...]
+                                                       _num_texts(text_index))  # [B, ...]
                       for k, v in result.items()}
         return self._with_attentions(result, outputs)
 
@@ -319,6 +318,18 @@ def spearman(x, y):
     return pearson(_ranks(x), _ranks(y))
 
 
+def _num_texts(text_index):
+    """int32 scalar: the texts of a batch of windows, from each window's `text_index`."""
+    return tf.reduce_max(tf.concat([text_index, [-1]], 0)) + 1
+
+
+def _num_examples(features):
+    """float32 scalar: the examples of a batch: its rows, or the texts its windows are of."""
+    if text_windows.TEXT_INDEX in features:
+        return tf.cast(_num_texts(features[text_windows.TEXT_INDEX]), tf.float32)
+    return num_examples(features)
+
+
 def _label_ids(features):
     """int32 [batch_size]: the class labels (int64 ones too, e.g. from numpy through Keras)."""
     return tf.reshape(tf.cast(features["label_ids"], tf.int32), [-1])
@@ -407,7 +418,7 @@ class ClassifierTask(Task):
         return per_example_loss, tf.argmax(log_probs, axis=-1, output_type=tf.int32)
 
     def loss_normalizers(self, features):
-        return {"examples": num_examples(features)}
+        return {"examples": _num_examples(features)}
 
     def compute_loss(self, model, features, normalizers, training=True):
         logits = model(features, training=training)["logits"]
@@ -420,7 +431,7 @@ class ClassifierTask(Task):
         else:
             first = tf.reduce_sum(tf.cast(tf.equal(predictions, _label_ids(features)),
                                           tf.float32))
-        return loss, dict(zip(self.metric_sum_keys, (first, num_examples(features))))
+        return loss, dict(zip(self.metric_sum_keys, (first, _num_examples(features))))
 
     def train_metrics(self, sums):
         if self.multi_label:
@@ -432,7 +443,8 @@ class ClassifierTask(Task):
     def eval_step(self, model, features):
         logits = model(features, training=False)["logits"]
         per_example_loss, predictions = self._example_losses(logits, features["label_ids"])
-        weights = real_example_weights(features)
+        weights = (real_example_weights(features) if text_windows.TEXT_INDEX not in features
+                   else tf.ones_like(per_example_loss))  # one per text
         sums = {"weight": tf.reduce_sum(weights),
                 "loss_sum": tf.reduce_sum(weights * per_example_loss)}
         if not self.is_regression and not self.multi_label:
