@@ -221,9 +221,11 @@ def _tool_flags(tool):
 def test_flags_are_run_classifiers_but_the_checkpoints_plus_the_handle():
     ours = _tool_flags("run_classifier_with_tfhub")
     theirs = _tool_flags("run_classifier")
-    # --multi_label is run_classifier's alone for now (the hub task has no multi-label head).
+    # --multi_label is run_classifier's alone for now (the hub task has no multi-label head),
+    # and so is --doc_stride (long documents).
     assert ours == (theirs - {"bert_config_file", "init_checkpoint", "vocab_file",
-                              "do_lower_case", "multi_label", "multi_label_threshold"}) | {
+                              "do_lower_case", "multi_label", "multi_label_threshold",
+                              "doc_stride"}) | {
                                   "bert_hub_module_handle"}
     assert {"distribution_strategy", "use_tpu", "tpu_job_name", "mixed_precision"} <= ours
 

@@ -17,6 +17,13 @@ stopped with an IndexError or a KeyError traceback).
 Records: one `tf.train.Example` per example with `input_ids`, `input_mask`,
 `segment_ids`, `label_ids` and `is_real_example`, as the original writes them.
 
+Long documents (new, run_classifier --doc_stride): a text_a longer than a
+record's room is cut into run_squad's doc-stride windows
+(`bert_tf.data.text_windows`), one record per window
+(`convert_example_windows`), each with its example's label and a
+`document_index` int64 feature (the example's index in the split) after
+`is_real_example`.
+
 Multi-label (new, run_classifier --multi_label): an example's label is a list
 of labels (the label column a comma-separated list, `check_labels`); its
 record's `label_ids` is a fixed-length multi-hot int64 feature [num_labels]
@@ -39,6 +46,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf import tokenization
+from bert_tf.data import text_windows
 from bert_tf.data.text_features import build_pair_features
 from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
@@ -112,15 +120,19 @@ class InputFeatures(_Record):
     input_ids, input_mask, segment_ids: lists of int of length max_seq_length.
     label_id: int index into `get_labels()` (a float score for regression).
     is_real_example: False for a `PaddingInputExample`.
+    document_index: (new) a window's example index in its split (None: the
+      example's one record, as the original's).
     """
 
-    def __init__(self, input_ids, input_mask, segment_ids, label_id, is_real_example=True):
+    def __init__(self, input_ids, input_mask, segment_ids, label_id, is_real_example=True,
+                 document_index=None):
         # The original's class, field for field: its constructor is the API (alike, not shared).
         self.input_ids = input_ids
         self.input_mask = input_mask
         self.segment_ids = segment_ids
         self.label_id = label_id
         self.is_real_example = is_real_example
+        self.document_index = document_index
 
 
 # --------------------------------------------------------------------------
@@ -796,7 +808,51 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
     tokens_a = tokenizer.tokenize(example.text_a)
     tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
     features = build_pair_features(tokens_a, tokens_b, max_seq_length, tokenizer)
+    label_id = _label_id(example, label_list, is_regression, multi_label)
+    if ex_index < _NUM_LOGGED_EXAMPLES:
+        _log_example(example, features, label_id, is_regression, multi_label)
+    return InputFeatures(
+        input_ids=features.input_ids,
+        input_mask=features.input_mask,
+        segment_ids=features.segment_ids,
+        label_id=label_id,
+        is_real_example=True)
 
+
+def convert_example_windows(ex_index, example, label_list, max_seq_length, tokenizer,
+                            doc_stride, is_regression=False, multi_label=False):
+    """A single-text `InputExample` as the `InputFeatures` of its doc-stride windows (new).
+
+    `[CLS] window [SEP]` of each of `text_windows.spans` (every token of
+    text_a is in some window; a text that fits is one window, the features
+    `convert_single_example` gives), each with the example's label and
+    `document_index = ex_index`. The first windows of the first 5 examples
+    are logged as `convert_single_example` logs them.
+
+    Raises:
+      UserError: the example has a text_b (windows cut one text), or its
+        label is not in `label_list`.
+    """
+    if example.text_b:
+        raise UserError("example %s has a text_b: --doc_stride cuts single texts into "
+                        "windows, not pairs" % example.guid)
+    tokens = tokenizer.tokenize(example.text_a)
+    label_id = _label_id(example, label_list, is_regression, multi_label)
+    windows = []
+    for span in text_windows.spans(len(tokens), max_seq_length, doc_stride):
+        features = build_pair_features(tokens[span.start:span.start + span.length], None,
+                                       max_seq_length, tokenizer)
+        if ex_index < _NUM_LOGGED_EXAMPLES and not windows:
+            _log_example(example, features, label_id, is_regression, multi_label)
+        windows.append(InputFeatures(
+            input_ids=features.input_ids, input_mask=features.input_mask,
+            segment_ids=features.segment_ids, label_id=label_id, is_real_example=True,
+            document_index=ex_index))
+    return windows
+
+
+def _label_id(example, label_list, is_regression, multi_label):
+    """The record's label: a class index, a float score, or a multi-hot list."""
     if is_regression:
         label_id = float(example.label)
     elif multi_label:
@@ -810,26 +866,22 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
                             % (example.guid, example.label,
                                ", ".join(repr(l) for l in label_list)))
         label_id = label_map[example.label]
+    return label_id
 
-    if ex_index < _NUM_LOGGED_EXAMPLES:
-        logging.debug("*** Example ***")
-        logging.debug("guid: %s", example.guid)
-        logging.debug("tokens: %s",
-                      " ".join(tokenization.printable_text(x) for x in features.tokens))
-        logging.debug("input_ids: %s", " ".join(str(x) for x in features.input_ids))
-        logging.debug("input_mask: %s", " ".join(str(x) for x in features.input_mask))
-        logging.debug("segment_ids: %s", " ".join(str(x) for x in features.segment_ids))
-        if is_regression or multi_label:
-            logging.debug("label: %s (label_ids = %r)", example.label, label_id)
-        else:
-            logging.debug("label: %s (id = %d)", example.label, label_id)
 
-    return InputFeatures(
-        input_ids=features.input_ids,
-        input_mask=features.input_mask,
-        segment_ids=features.segment_ids,
-        label_id=label_id,
-        is_real_example=True)
+def _log_example(example, features, label_id, is_regression, multi_label):
+    """The original's log of one of the first examples (at DEBUG here)."""
+    logging.debug("*** Example ***")
+    logging.debug("guid: %s", example.guid)
+    logging.debug("tokens: %s",
+                  " ".join(tokenization.printable_text(x) for x in features.tokens))
+    logging.debug("input_ids: %s", " ".join(str(x) for x in features.input_ids))
+    logging.debug("input_mask: %s", " ".join(str(x) for x in features.input_mask))
+    logging.debug("segment_ids: %s", " ".join(str(x) for x in features.segment_ids))
+    if is_regression or multi_label:
+        logging.debug("label: %s (label_ids = %r)", example.label, label_id)
+    else:
+        logging.debug("label: %s (id = %d)", example.label, label_id)
 
 
 def multi_hot(example, label_list):
@@ -884,16 +936,20 @@ def features_to_example(feature, is_regression=False):
     else:
         features["label_ids"] = int_feature([feature.label_id])
     features["is_real_example"] = int_feature([int(feature.is_real_example)])
+    if feature.document_index is not None:
+        features[text_windows.DOCUMENT_INDEX] = int_feature([feature.document_index])
     return tf.train.Example(features=tf.train.Features(feature=features))
 
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
                                             output_file, is_regression=False,
-                                            progress_every=None, multi_label=False):
+                                            progress_every=None, multi_label=False,
+                                            doc_stride=None):
     """Converts a set of `InputExample`s to a TFRecord file, written atomically.
 
     One `tf.train.Example` per example (`FEATURE_NAMES`, all int64; for
-    regression `label_ids` is a float). The records go to
+    regression `label_ids` is a float); with `doc_stride` (new), one per
+    window of each example (`convert_example_windows`, with `document_index`). The records go to
     `<output_file>.tmp-<pid>`, renamed to `output_file` at the end, so an
     interrupted run leaves no file under the final name, and a full disk is a
     one-line `UserError` naming `output_file` (`fileio.no_room_error`).
@@ -907,6 +963,7 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
+    num_records = 0
     fileio.makedirs(os.path.dirname(str(output_file)))
     tmp = fileio.temporary_name(output_file)
     progress = ItemProgress(os.path.basename(str(output_file)), len(examples), "examples",
@@ -916,11 +973,20 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
             for ex_index, example in enumerate(examples):
                 if ex_index % _PROGRESS_EVERY == 0:
                     logging.info("Writing example %d of %d", ex_index, len(examples))
-                feature = convert_single_example(ex_index, example, label_list, max_seq_length,
-                                                 tokenizer, is_regression, multi_label)
-                # Port note: deterministic (sorted-key) serialization, see the module docstring.
-                writer.write(features_to_example(feature, is_regression)
-                             .SerializeToString(deterministic=True))
+                if doc_stride is None:
+                    features = [convert_single_example(ex_index, example, label_list,
+                                                       max_seq_length, tokenizer, is_regression,
+                                                       multi_label)]
+                else:
+                    features = convert_example_windows(ex_index, example, label_list,
+                                                       max_seq_length, tokenizer, doc_stride,
+                                                       is_regression, multi_label)
+                for feature in features:
+                    # Port note: deterministic (sorted-key) serialization, see the module
+                    # docstring.
+                    writer.write(features_to_example(feature, is_regression)
+                                 .SerializeToString(deterministic=True))
+                num_records += len(features)
                 progress.add()
         fileio.rename(tmp, output_file)
         progress.finish()
@@ -935,20 +1001,24 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
                 tf.io.gfile.remove(tmp)
         except (OSError, tf.errors.OpError):
             pass
-    return len(examples)
+    return num_records
 
 
-def name_to_features(seq_length, is_regression=False, num_labels=None):
+def name_to_features(seq_length, is_regression=False, num_labels=None, windows=False):
     """The record spec of the original `file_based_input_fn_builder`.
 
     input_ids, input_mask, segment_ids: int64 [seq_length]; label_ids (float32
     for regression) and is_real_example: int64 scalars. `num_labels` (a
     multi-label task's): label_ids is multi-hot int64 [num_labels].
+    `windows` (--doc_stride's records): also document_index, an int64 scalar.
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    if num_labels:
-        spec = name_to_features(seq_length)
-        spec["label_ids"] = tf.io.FixedLenFeature([num_labels], tf.int64)
+    if num_labels or windows:
+        spec = name_to_features(seq_length, is_regression)
+        if num_labels:
+            spec["label_ids"] = tf.io.FixedLenFeature([num_labels], tf.int64)
+        if windows:
+            spec[text_windows.DOCUMENT_INDEX] = tf.io.FixedLenFeature([], tf.int64)
         return spec
     return {
         "input_ids": tf.io.FixedLenFeature([seq_length], tf.int64),

@@ -11,7 +11,9 @@ right context) + 0.01 * window length is highest, the first one on a tie
   Python (convert_examples_to_features, `bert_tf.data.squad_data`):
     doc_spans, max_context_span_indexes, check_is_max_context
   Graph ops (the SQuAD SavedModel, `bert_tf.export.squad`):
-    doc_windows (TensorFlow is imported when it is called)
+    doc_windows, graph_doc_spans (TensorFlow is imported when they are called)
+
+`bert_tf.data.text_windows` cuts a long text to classify with the same spans.
 
 tests/test_export_squad.py holds the two against each other on many
 (tokens, max_tokens_for_doc, doc_stride).
@@ -121,6 +123,29 @@ def doc_windows(num_doc_tokens, max_tokens, doc_stride):
       token_is_max_context of the span's d-th token (False for d >= length).
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top  (the Python half needs none)
+    num_windows, f_example, f_window, f_start, f_length = graph_doc_spans(
+        num_doc_tokens, max_tokens, doc_stride)
+    step = tf.minimum(max_tokens, doc_stride)
+    is_max_context = _graph_max_context(f_example, f_window, f_start, f_length, num_windows, step,
+                                  num_doc_tokens, max_tokens)
+    return num_windows, f_example, f_window, f_start, f_length, is_max_context
+
+
+def graph_doc_spans(num_doc_tokens, max_tokens, doc_stride):
+    """`doc_spans` of a batch of documents, as graph ops.
+
+    Args:
+      num_doc_tokens: int32 [B], each document's number of tokens.
+      max_tokens: int32 [B] (>= 1), each document's room in a window.
+      doc_stride: Python int (or int32 scalar).
+
+    Returns:
+      (num_windows [B], f_example [F], f_window [F], f_start [F], f_length [F]):
+      F = sum(num_windows), one row per span in `doc_spans`' order, each
+      with its document, its index among the document's spans, its start
+      and its length. A document of no tokens has no span, as in `doc_spans`.
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     # start_offset += min(length, doc_stride), and length == max_tokens until
     # the last span: the starts are k * step.
     step = tf.minimum(max_tokens, doc_stride)
@@ -134,9 +159,7 @@ def doc_windows(num_doc_tokens, max_tokens, doc_stride):
     f_start = f_window * tf.gather(step, f_example)
     f_length = tf.minimum(tf.gather(num_doc_tokens, f_example) - f_start,
                           tf.gather(max_tokens, f_example))
-    is_max_context = _graph_max_context(f_example, f_window, f_start, f_length, num_windows, step,
-                                  num_doc_tokens, max_tokens)
-    return num_windows, f_example, f_window, f_start, f_length, is_max_context
+    return num_windows, f_example, f_window, f_start, f_length
 
 
 def _graph_max_context(f_example, f_window, f_start, f_length, num_windows, step,

@@ -20,7 +20,11 @@ signatures:
     (regression, sts-b: `score` float32 [batch] instead of probabilities/label;
     multi_label=True: `probabilities` the per-label sigmoid, `predictions`
     int32 [batch, num_labels] multi-hot at the threshold, `label` string
-    [batch] the labels over the threshold, comma-separated)
+    [batch] the labels over the threshold, comma-separated;
+    doc_stride=N, long documents: serving_default and serve_text_a take
+    text_a alone, cut each text into run_squad's doc-stride windows, run the
+    model on every window and return one row per text from the mean of its
+    windows' logits; serve_features and serve_examples score rows as given)
 
   fill_mask (task_name "fill_mask"; `bert_tf.export.fill_mask`, any release):
     serving_default  text: string [batch] with "[MASK]"s -> token_ids int32, token_strings
@@ -92,6 +96,7 @@ from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.data import classifier_data
 from bert_tf.data import ner_data
+from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.export import hub
 from bert_tf.export.fill_mask import FillMaskServingModule
@@ -349,6 +354,10 @@ class ClassifierServingModule(_ServingModule):
       max_seq_length, vocab_file: see `_ServingModule`.
 
       multi_label, threshold: a multi-label classifier and its decision threshold.
+      doc_stride: None, or an int (`text_windows.check_doc_stride`): the text
+        signatures cut each text_a into doc-stride windows
+        (`text_windows.window_features`) and answer per text with the mean
+        of its windows' logits; `serving_default` then takes text_a alone.
 
     Returns (every signature): `probabilities` float32 [batch_size, num_labels]
     (softmax of the logits, as `test_results.tsv`) and `label` string
@@ -360,8 +369,13 @@ class ClassifierServingModule(_ServingModule):
     """
 
     def __init__(self, model, tokenizer, labels, is_regression, max_seq_length, vocab_file,
-                 name="classifier_serving", multi_label=False, threshold=0.5):
+                 name="classifier_serving", multi_label=False, threshold=0.5, doc_stride=None):
         super().__init__(model, tokenizer, max_seq_length, vocab_file, name=name)
+        self._doc_stride = doc_stride
+        if doc_stride is not None:
+            self.doc_stride = tf.Variable(int(doc_stride), trainable=False, name="doc_stride")
+            self.serve_text_a = tf.function(self._serve_windows,
+                                            input_signature=_text_specs(False), autograph=False)
         self.is_regression = bool(is_regression)
         self._multi_label = bool(multi_label) and not self.is_regression
         self._threshold = float(threshold)
@@ -392,6 +406,14 @@ class ClassifierServingModule(_ServingModule):
         label = tf.gather(tf.constant(self._labels), tf.argmax(probabilities, axis=-1))  # [B]
         return {"probabilities": probabilities, "label": label}
 
+    def _serve_windows(self, text_a):
+        # Every window of every text through the model at once; the model's
+        # call averages each text's windows' logits (by `text_index`).
+        features = text_windows.window_features(
+            self.tokenizer.tokenize(text_a), self._seq_length, self._doc_stride,
+            self.tokenizer.cls_id, self.tokenizer.sep_id)
+        return self.outputs(features)
+
     def _serve_examples(self, examples):
         # run_classifier's record schema; label_ids and is_real_example are not read.
         spec = {name: tf.io.FixedLenFeature([self._seq_length], tf.int64)
@@ -402,6 +424,9 @@ class ClassifierServingModule(_ServingModule):
     def signatures(self):
         signatures = super().signatures()
         signatures["serve_examples"] = self.serve_examples
+        if self._doc_stride is not None:
+            # One text per example: the default signature is serve_text_a's.
+            signatures[tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY] = self.serve_text_a
         return signatures
 
 
@@ -606,7 +631,7 @@ def save_module(module, signatures, output_dir, vocab_file):
 
 def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, init_checkpoint,
                        export_dir, max_seq_length=None, version=None, format="saved_model",  # pylint: disable=redefined-builtin
-                       doc_stride=128, max_query_length=64, n_best_size=20,
+                       doc_stride=None, max_query_length=64, n_best_size=20,
                        max_answer_length=30, mixed_precision=None, top_k=5, pooling=None,
                        normalize=None, multi_label=False, multi_label_threshold=0.5,
                        data_dir=None):
@@ -634,7 +659,9 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
       format: "saved_model", or "tfhub" (task "encoder": `hub.export_tfhub`
         writes `<version>/preprocessor/` and `<version>/encoder/`).
       doc_stride, max_query_length, n_best_size, max_answer_length: SQuAD's
-        (doc_stride: ner's windows too).
+        (doc_stride None: 128; ner's windows too). A classifier with
+        `doc_stride` (new) serves long single texts: see
+        `ClassifierServingModule`.
       mixed_precision: None (float32), "bf16" or "fp16": the exported model
         computes in bfloat16 / float16 (float32 variables; the signatures
         and their float32 outputs are the same). Every format and task.
@@ -670,6 +697,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         raise UserError("--multi_label is for a classification task (not %s)" % task_name)
     if multi_label:
         check_threshold(multi_label_threshold, "--multi_label_threshold")
+    if doc_stride is not None and kind not in (CLASSIFIER, SQUAD, NER):
+        raise UserError("--doc_stride is for a classifier, squad or ner (not %s)" % task_name)
     if mixed_precision not in precision.MIXED_PRECISION:
         raise UserError("--mixed_precision must be one of bf16|fp16 (or empty), got %r"
                         % (mixed_precision,))
@@ -703,6 +732,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     if max_seq_length < 3:
         raise UserError("--max_seq_length=%d is too short for [CLS] a [SEP] b [SEP]"
                         % max_seq_length)
+    if kind == CLASSIFIER:
+        text_windows.check_doc_stride(doc_stride, max_seq_length)
     check_checkpoint(prefix, config, kind, num_labels, bert_config_file, task_name)
     final_dir = version_dir(export_dir, int(time.time()) if version is None else version)
     phases.done("inputs checked (task %s, checkpoint %s)", task_name, prefix)
@@ -728,7 +759,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
             module = ClassifierServingModule(model, tokenizer, labels, is_regression,
                                              max_seq_length, vocab_file,
                                              multi_label=multi_label,
-                                             threshold=multi_label_threshold)
+                                             threshold=multi_label_threshold,
+                                             doc_stride=doc_stride)
             signatures = module.signatures()
         elif kind == ENCODER:
             module = EncoderServingModule(model, tokenizer, max_seq_length, vocab_file)
@@ -740,7 +772,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
             signatures = module.signatures()
         elif kind == NER:
             module = NerServingModule(model, tokenizer, list(tokenization.load_vocab(vocab_file)),
-                                      labels, max_seq_length, doc_stride)
+                                      labels, max_seq_length,
+                                      128 if doc_stride is None else doc_stride)
             signatures = module.signatures()
         elif kind == EMBEDDINGS:
             module = EmbeddingsServingModule(model, tokenizer, max_seq_length, vocab_file,
@@ -751,7 +784,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
             signatures = module.signatures()
         else:
             module = SquadServingModule(
-                model, tokenizer, max_seq_length=max_seq_length, doc_stride=doc_stride,
+                model, tokenizer, max_seq_length=max_seq_length,
+                doc_stride=128 if doc_stride is None else doc_stride,
                 max_query_length=max_query_length, n_best_size=n_best_size,
                 max_answer_length=max_answer_length)
             # A tf.function with an input_signature, or a concrete function.

@@ -206,7 +206,7 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
                                       predict_batch_size, learning_rate, num_train_epochs,
                                       warmup_proportion, save_checkpoints_steps,
                                       iterations_per_loop, scale_out, init_checkpoint=None,
-                                      dev_eval=DevEval(), do_eval=True):
+                                      dev_eval=DevEval(), do_eval=True, doc_stride=None):
     """The original `run_classifier.main`'s course, for any classification task model.
 
     Writes `train.tf_record`, `eval.tf_record` and `predict.tf_record` in
@@ -228,6 +228,11 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
         may stop early.
       do_eval: whether to evaluate after training (`examples["eval"]` may be
         there for `dev_eval` alone).
+      doc_stride: None (each example one record, truncated, as the
+        original), or an int: each text_a cut into doc-stride windows, one
+        record each (`classifier_data.convert_example_windows`); training
+        counts its epochs in windows, and evaluation and prediction are per
+        document (`task.per_document`; `ClassifierTask.document_outputs`).
 
     Returns:
       dict with the eval results (key "eval") and the predictions ("predict")
@@ -247,7 +252,8 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
         inputs.enabled = trainer.is_chief
 
         spec = classifier_data.name_to_features(
-            max_seq_length, is_regression, num_labels=len(label_list) if multi_label else None)
+            max_seq_length, is_regression, num_labels=len(label_list) if multi_label else None,
+            windows=doc_stride is not None)
         limits = record_limits(task, max_seq_length, num_labels=(
             None if is_regression or multi_label else len(label_list)))
         if multi_label:
@@ -257,15 +263,23 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
         def finite_input(name, split_examples, batch_size, title):
             """Writes `name` and returns a FiniteInput over it, logged as the original logs."""
             path = inputs.add(os.path.join(output_dir, name))
-            classifier_data.file_based_convert_examples_to_features(
-                split_examples, label_list, max_seq_length, tokenizer, path,
-                is_regression=is_regression, multi_label=multi_label)
-            data = input_pipeline.finite_records_input(path, spec, len(split_examples), batch_size,
+            num_records = write_records(split_examples, path)
+            data = input_pipeline.finite_records_input(path, spec, num_records, batch_size,
                                                        limits=limits)
-            log_run(title, num_examples="%d (%d actual, %d padding)" % (
-                len(split_examples) + data.num_padding_examples, len(split_examples),
-                data.num_padding_examples), batch_size=batch_size)
+            records = "%d (%d actual, %d padding)" % (
+                num_records + data.num_padding_examples, num_records, data.num_padding_examples)
+            if doc_stride is None:
+                log_run(title, num_examples=records, batch_size=batch_size)
+            else:
+                log_run(title, num_examples=len(split_examples), num_windows=records,
+                        batch_size=batch_size)
             return data
+
+        def write_records(split_examples, path):
+            """The records of `split_examples` (windows, with doc_stride); how many."""
+            return classifier_data.file_based_convert_examples_to_features(
+                split_examples, label_list, max_seq_length, tokenizer, path,
+                is_regression=is_regression, multi_label=multi_label, doc_stride=doc_stride)
 
         eval_data = None
         keeper = None
@@ -277,14 +291,17 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
                 keeper = best_checkpoint(trainer, dev_eval,
                                          lambda step: trainer.evaluate(eval_data, eval_batch_size))
             train_examples = examples["train"]
-            num_train_steps, num_warmup_steps = train_schedule(
-                len(train_examples), train_batch_size, num_train_epochs, warmup_proportion)
             train_file = inputs.add(os.path.join(output_dir, "train.tf_record"))
-            classifier_data.file_based_convert_examples_to_features(
-                train_examples, label_list, max_seq_length, tokenizer, train_file,
-                is_regression=is_regression, multi_label=multi_label)
-            log_run("Running training", num_examples=len(train_examples),
-                    batch_size=train_batch_size, num_steps=num_train_steps)
+            num_train_records = write_records(train_examples, train_file)
+            num_train_steps, num_warmup_steps = train_schedule(
+                num_train_records, train_batch_size, num_train_epochs, warmup_proportion)
+            if doc_stride is None:
+                log_run("Running training", num_examples=len(train_examples),
+                        batch_size=train_batch_size, num_steps=num_train_steps)
+            else:
+                log_run("Running training", num_examples=len(train_examples),
+                        num_windows=num_train_records, batch_size=train_batch_size,
+                        num_steps=num_train_steps)
             train_on_records(trainer, train_file, spec, limits, train_batch_size,
                              num_train_steps, learning_rate, num_warmup_steps,
                              save_checkpoints_steps, iterations_per_loop, scale_out,
@@ -306,6 +323,8 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
             data = finite_input("predict.tf_record", examples["predict"], predict_batch_size,
                                 "Running prediction")
             predictions = trainer.predict(data, init_checkpoint=init_checkpoint)
+            if doc_stride is not None:
+                predictions = task.document_outputs(predictions)
             if trainer.is_chief:
                 path = os.path.join(output_dir, "test_results.tsv")
                 count = write_test_results(path, predictions, is_regression)

@@ -17,6 +17,7 @@ from bert_tf import fileio
 from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.data import classifier_data
+from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
@@ -32,7 +33,7 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
                    eval_batch_size=8, predict_batch_size=8, learning_rate=5e-5,
                    num_train_epochs=3.0, warmup_proportion=0.1, save_checkpoints_steps=1000,
                    iterations_per_loop=1000, multi_label=False, multi_label_threshold=0.5,
-                   scale_out=ScaleOut(), dev_eval=DevEval()):
+                   doc_stride=None, scale_out=ScaleOut(), dev_eval=DevEval()):
     """Trains, evaluates and predicts as the original `run_classifier.main` did.
 
     Args:
@@ -46,6 +47,13 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
         processor's `check_labels`); the task's `get_labels()` is the label
         set (the `multilabel` task reads it from data_dir).
       multi_label_threshold: float in (0, 1), the per-label decision threshold.
+      doc_stride: None (text_a truncated, as the original), or int (new): a
+        text_a longer than a record's room (max_seq_length - 2) is cut into
+        run_squad's doc-stride windows (`bert_tf.data.text_windows`), one
+        record each; training trains every window, evaluation and
+        prediction average each document's windows' logits
+        (eval_results.txt and test_results.tsv per example). Single-text
+        tasks only: a pair task is refused.
 
     Returns:
       dict with the eval results (key "eval") and the predictions ("predict")
@@ -66,6 +74,7 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
     bert_config = BertConfig.from_json_file(bert_config_file)
     scale_out.configure_model(bert_config)  # --gradient_checkpointing
     bert_config.check_max_seq_length(max_seq_length, bert_config_file)
+    text_windows.check_doc_stride(doc_stride, max_seq_length)
     tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
     processor = classifier_data.get_processor(task_name)
     is_regression = processor.is_regression
@@ -86,10 +95,17 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
     tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
     examples = finetuning.classifier_examples(processor, data_dir, do_train, do_eval, do_predict,
                                               dev_eval=dev_eval.enabled)
+    if doc_stride is not None:
+        pair = next((ex for split in examples.values() for ex in split if ex.text_b), None)
+        if pair is not None:
+            raise UserError("--doc_stride cuts single texts into windows, but --task_name=%s has "
+                            "text pairs (example %s has a text_b)" % (task_name, pair.guid))
     task = ClassifierTask(bert_config, num_labels, is_regression=is_regression,
-                          multi_label=multi_label, threshold=multi_label_threshold)
+                          multi_label=multi_label, threshold=multi_label_threshold,
+                          per_document=doc_stride is not None)
     return finetuning.train_evaluate_predict_classifier(
         task, examples, tokenizer, label_list, output_dir, "run_classifier", max_seq_length,
         train_batch_size, eval_batch_size, predict_batch_size, learning_rate, num_train_epochs,
         warmup_proportion, save_checkpoints_steps, iterations_per_loop, scale_out,
-        init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval)
+        init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval,
+        doc_stride=doc_stride)

@@ -19,7 +19,9 @@ and Spearman's correlations; multi-label classification (`multi_label=True`:
 the same head, a sigmoid per label and the binary cross-entropy averaged over
 the labels, `label_ids` multi-hot [batch_size, num_labels], evaluated with
 micro/macro F1, micro precision and recall and the exact match at a decision
-threshold); raw-text input through a `BertPreprocessor`.
+threshold); raw-text input through a `BertPreprocessor`; long documents
+(`doc_stride`): a text cut into run_squad's doc-stride windows
+(`bert_tf.data.text_windows`), its logits the mean of its windows' logits.
 """
 
 from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
@@ -27,6 +29,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
@@ -61,13 +64,25 @@ class BertClassifier(TaskModel, keras.Model):
       threshold: float, the per-label decision threshold of multi_label (0.5).
       preprocessor: (optional) a `bert_tf.tokenization.preprocessor.BertPreprocessor`;
         the model then also takes raw text (see Call args).
+      doc_stride: (optional, with a preprocessor) int: raw text longer than a
+        row's room (the preprocessor's max_seq_length - 2 tokens) is cut into
+        run_squad's doc-stride windows (`bert_tf.data.text_windows`), the
+        model runs on every window and a text's `logits` (and
+        `pooled_output`) are the mean of its windows', so `predict`,
+        `evaluate` and `fit` on raw text see one row per text (`fit` trains
+        that mean; run_classifier --doc_stride trains every window). Single
+        texts only. Feature dicts are rows as ever; `evaluate` on
+        run_classifier's window records (with `document_index`) averages
+        each document's windows too. None: texts are truncated.
       name: the wrapper's name (stripped from the TF1 names by `bert_tf.modeling.checkpoint`).
 
     Call args:
       features: dict with int32 Tensors `input_ids`, `input_mask`,
         `segment_ids` [batch_size, seq_length]; with a preprocessor, also a
         string Tensor [batch_size], `(text_a, text_b)`, or a dict with
-        `text_a` (and `text_b`).
+        `text_a` (and `text_b`). A dict with `text_index` int32 [num_windows]
+        (windows, `text_windows.window_features`) gives one row per text:
+        the mean over its windows.
       training: Python bool; dropout only when True.
       head_mask, output_attentions: as `BertModel`'s; with
         `output_attentions=True` the dict also holds `attentions`.
@@ -102,7 +117,8 @@ class BertClassifier(TaskModel, keras.Model):
     """
 
     def __init__(self, config, num_labels, is_regression=False, preprocessor=None,
-                 name="bert_classifier", multi_label=False, threshold=0.5, **kwargs):
+                 name="bert_classifier", multi_label=False, threshold=0.5, doc_stride=None,
+                 **kwargs):
         super().__init__(name=name, **kwargs)
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
@@ -122,20 +138,55 @@ class BertClassifier(TaskModel, keras.Model):
             from bert_tf.tokenization.preprocessor import check_preprocessor  # pylint: disable=g-import-not-at-top
             check_preprocessor(preprocessor, config, "BertClassifier")
         self.preprocessor = preprocessor
+        if doc_stride is not None:
+            if preprocessor is None:
+                raise UserError("BertClassifier: doc_stride= cuts raw text into windows: pass "
+                                "preprocessor= too")
+            text_windows.check_doc_stride(doc_stride, preprocessor.max_seq_length,
+                                          "BertClassifier: doc_stride")
+        self.doc_stride = doc_stride
         self.bert = BertModel(config)
         self.classifier = ClassifierHead(self.num_labels, config.hidden_size, name="classifier")
         self.build()
 
     def call(self, features, training=None, head_mask=None, output_attentions=False):
-        _, outputs = self.backbone(features, training, head_mask=head_mask,
-                                   output_attentions=output_attentions)
-        logits = self.classifier(outputs["pooled_output"], training=training)
-        return self._with_attentions(
-            {"logits": logits, "pooled_output": outputs["pooled_output"]}, outputs)
+        features, outputs = self.backbone(features, training, head_mask=head_mask,
+                                          output_attentions=output_attentions)
+        pooled_output = outputs["pooled_output"]
+        result = {"logits": self.classifier(pooled_output, training=training),
+                  "pooled_output": pooled_output}
+        if text_windows.TEXT_INDEX in features:
+            # Windows of texts: each text's mean over its windows (every text has one).
+            text_index = features[text_windows.TEXT_INDEX]  # [W]
+            result = {k: tf.math.unsorted_segment_mean(tf.cast(v, tf.float32), text_index,
+                                                       _num_texts(text_index))  # [B, ...]
+                      for k, v in result.items()}
+        return self._with_attentions(result, outputs)
+
+    def model_inputs(self, x):
+        """Raw text cut into windows, with `doc_stride` (see `TaskModel.model_inputs`)."""
+        if self.doc_stride is None or (isinstance(x, dict) and (
+                "input_ids" in x or "inputs_embeds" in x)):
+            return super().model_inputs(x)
+        features = {}
+        if isinstance(x, dict):
+            text_keys = self.preprocessor.text_keys
+            features = {k: v for k, v in x.items() if k not in text_keys}
+            x = {k: x[k] for k in text_keys if k in x}
+        text_a, text_b = self.preprocessor.texts(x)
+        if text_b is not None:
+            raise UserError("BertClassifier(doc_stride=...) cuts single texts into windows, "
+                            "not pairs: got a text_b")
+        tokenizer = self.preprocessor.tokenizer
+        features.update(text_windows.window_features(
+            tokenizer.tokenize(text_a), self.preprocessor.max_seq_length, self.doc_stride,
+            tokenizer.cls_id, tokenizer.sep_id))
+        return features
 
     def make_task(self):
         return ClassifierTask(self.config, self.num_labels, is_regression=self.is_regression,
-                              multi_label=self.multi_label, threshold=self.threshold)
+                              multi_label=self.multi_label, threshold=self.threshold,
+                              per_document=self.doc_stride is not None)
 
     def get_config(self):
         from bert_tf.tokenization.preprocessor import serialize_preprocessor  # pylint: disable=g-import-not-at-top
@@ -146,6 +197,7 @@ class BertClassifier(TaskModel, keras.Model):
             "is_regression": self.is_regression,
             "multi_label": self.multi_label,
             "threshold": self.threshold,
+            "doc_stride": self.doc_stride,
             "preprocessor": serialize_preprocessor(self.preprocessor),
         })
         return config
@@ -266,6 +318,18 @@ def spearman(x, y):
     return pearson(_ranks(x), _ranks(y))
 
 
+def _num_texts(text_index):
+    """int32 scalar: the texts of a batch of windows, from each window's `text_index`."""
+    return tf.reduce_max(tf.concat([text_index, [-1]], 0)) + 1
+
+
+def _num_examples(features):
+    """float32 scalar: the examples of a batch: its rows, or the texts its windows are of."""
+    if text_windows.TEXT_INDEX in features:
+        return tf.cast(_num_texts(features[text_windows.TEXT_INDEX]), tf.float32)
+    return num_examples(features)
+
+
 def _label_ids(features):
     """int32 [batch_size]: the class labels (int64 ones too, e.g. from numpy through Keras)."""
     return tf.reshape(tf.cast(features["label_ids"], tf.int32), [-1])
@@ -298,20 +362,29 @@ class ClassifierTask(Task):
     `multi_label_metrics` at `threshold`; predictions `logits`, per-label
     `probabilities` (sigmoid) and `predictions` (multi-hot int32).
 
+    Long documents (new, `per_document=True`: run_classifier --doc_stride):
+    the records are windows, each with its example's `document_index`,
+    which `predict_step` passes through. Training trains every window;
+    evaluation reads every window's prediction and computes its metrics per
+    document (`document_outputs`: the mean of the windows' logits), `loss`
+    then being `eval_loss` (there are no batches of documents).
+
     Args:
       config: `BertConfig`.
       num_labels: int (ignored for regression, which has one output).
       is_regression: bool.
       multi_label: bool.
       threshold: float in (0, 1), multi_label's per-label decision threshold.
+      per_document: bool, evaluate window records per document.
     """
 
     name = "classifier"
     label_keys = ("label_ids",)
 
     def __init__(self, config, num_labels, is_regression=False, multi_label=False,
-                 threshold=0.5):
+                 threshold=0.5, per_document=False):
         super().__init__(config)
+        self.per_document = bool(per_document)
         self.is_regression = bool(is_regression)
         self.num_labels = 1 if self.is_regression else int(num_labels)
         self.multi_label = bool(multi_label) and not self.is_regression
@@ -345,7 +418,7 @@ class ClassifierTask(Task):
         return per_example_loss, tf.argmax(log_probs, axis=-1, output_type=tf.int32)
 
     def loss_normalizers(self, features):
-        return {"examples": num_examples(features)}
+        return {"examples": _num_examples(features)}
 
     def compute_loss(self, model, features, normalizers, training=True):
         logits = model(features, training=training)["logits"]
@@ -358,7 +431,7 @@ class ClassifierTask(Task):
         else:
             first = tf.reduce_sum(tf.cast(tf.equal(predictions, _label_ids(features)),
                                           tf.float32))
-        return loss, dict(zip(self.metric_sum_keys, (first, num_examples(features))))
+        return loss, dict(zip(self.metric_sum_keys, (first, _num_examples(features))))
 
     def train_metrics(self, sums):
         if self.multi_label:
@@ -370,7 +443,8 @@ class ClassifierTask(Task):
     def eval_step(self, model, features):
         logits = model(features, training=False)["logits"]
         per_example_loss, predictions = self._example_losses(logits, features["label_ids"])
-        weights = real_example_weights(features)
+        weights = (real_example_weights(features) if text_windows.TEXT_INDEX not in features
+                   else tf.ones_like(per_example_loss))  # one per text
         sums = {"weight": tf.reduce_sum(weights),
                 "loss_sum": tf.reduce_sum(weights * per_example_loss)}
         if not self.is_regression and not self.multi_label:
@@ -388,10 +462,11 @@ class ClassifierTask(Task):
             results["eval_accuracy"] = safe_div(sums["correct"], sums["weight"])
         return results
 
-    # Regression's correlations and multi-label's F1s need every prediction, not sums.
+    # Regression's correlations, multi-label's F1s and documents' metrics need every
+    # prediction, not sums.
     @property
     def needs_eval_predictions(self):
-        return self.is_regression or self.multi_label
+        return self.is_regression or self.multi_label or self.per_document
 
     @property
     def default_best_metric(self):
@@ -401,15 +476,64 @@ class ClassifierTask(Task):
 
     def eval_results_from_predictions(self, outputs):
         """`pearson` and `spearman` of the predictions against the labels (regression);
-        multi-label: `multi_label_metrics` of the probabilities at the threshold."""
+        multi-label: `multi_label_metrics` of the probabilities at the threshold.
+
+        Window records (`outputs` with `document_index`): every metric per
+        document (`document_outputs`): `eval_loss` and `loss` (the mean
+        per-document loss), `eval_accuracy` (single-label), then the above.
+        """
+        results = {}
+        if text_windows.DOCUMENT_INDEX in outputs:
+            outputs = self.document_outputs(outputs)
+            per_example_loss, predictions = self._example_losses(
+                tf.constant(outputs["logits"]), tf.constant(outputs["label_ids"]))
+            results["eval_loss"] = results["loss"] = float(np.mean(per_example_loss.numpy()))
+            if not self.is_regression and not self.multi_label:
+                results["eval_accuracy"] = float(np.mean(
+                    predictions.numpy() == outputs["label_ids"].astype(np.int32)))
         if self.multi_label:
-            return multi_label_metrics(outputs["probabilities"], outputs["label_ids"],
-                                       self.threshold)
-        return {"pearson": pearson(outputs["predictions"], outputs["label_ids"]),
-                "spearman": spearman(outputs["predictions"], outputs["label_ids"])}
+            results.update(multi_label_metrics(outputs["probabilities"], outputs["label_ids"],
+                                               self.threshold))
+        elif self.is_regression:
+            results.update({"pearson": pearson(outputs["predictions"], outputs["label_ids"]),
+                            "spearman": spearman(outputs["predictions"], outputs["label_ids"])})
+        return results
+
+    def document_outputs(self, outputs):
+        """One row per document from `predict_step`'s rows of its windows.
+
+        A document's `logits` are the mean of its windows' logits; the other
+        outputs follow from them as `predict_step`'s do (`probabilities`,
+        `predictions`); its `label_ids` are its windows'.
+
+        Args:
+          outputs: dict of numpy arrays [num_windows, ...] with
+            `document_index` (each document 0..N-1 has a window).
+
+        Returns:
+          dict of numpy arrays [num_documents, ...], in document order.
+        """
+        index = np.asarray(outputs[text_windows.DOCUMENT_INDEX])
+        documents, first, counts = np.unique(index, return_index=True, return_counts=True)
+        logits = np.asarray(outputs["logits"], np.float32)  # [W, num_labels]
+        sums = np.zeros((len(documents),) + logits.shape[1:], np.float32)
+        np.add.at(sums, np.searchsorted(documents, index), logits)
+        mean = sums / counts[:, None].astype(np.float32)  # [D, num_labels]
+        result = {k: v.numpy() for k, v in self._head_outputs(tf.constant(mean)).items()}
+        if "label_ids" in outputs:
+            result["label_ids"] = np.asarray(outputs["label_ids"])[first]
+        return result
 
     def predict_step(self, model, features):
-        logits = model(features, training=False)["logits"]
+        outputs = self._head_outputs(model(features, training=False)["logits"])
+        outputs.update(passed_through(features, self.label_keys + (text_windows.DOCUMENT_INDEX,)))
+        if self.multi_label and "label_ids" in features:
+            # Multi-hot rows [B, num_labels], not flattened.
+            outputs["label_ids"] = tf.reshape(features["label_ids"], [-1, self.num_labels])
+        return outputs
+
+    def _head_outputs(self, logits):
+        """`logits` [B, num_labels] and what follows from them: probabilities or predictions."""
         scores = tf.cast(logits, tf.float32)  # [B, num_labels]
         outputs = {"logits": logits}
         if self.multi_label:
@@ -420,8 +544,4 @@ class ClassifierTask(Task):
             outputs["predictions"] = tf.reshape(scores, [-1])  # [B]
         else:
             outputs["probabilities"] = tf.nn.softmax(scores, axis=-1)  # [B, num_labels]
-        outputs.update(passed_through(features, self.label_keys))
-        if self.multi_label and "label_ids" in features:
-            # Multi-hot rows [B, num_labels], not flattened.
-            outputs["label_ids"] = tf.reshape(features["label_ids"], [-1, self.num_labels])
         return outputs

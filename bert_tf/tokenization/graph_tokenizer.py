@@ -397,6 +397,16 @@ class GraphTokenizer(tf.Module):
                 tf.constant(list(vocab.values()), tf.int32)),
             default_value=-1)
 
+    @property
+    def cls_id(self):
+        """The id of "[CLS]" (None if the vocabulary has none)."""
+        return self._cls_id
+
+    @property
+    def sep_id(self):
+        """The id of "[SEP]" (None if the vocabulary has none)."""
+        return self._sep_id
+
     def __call__(self, text_a, text_b=None, *, max_seq_length):
         """tokenize + pack_pair: string Tensors [batch] -> dict of [batch, max_seq_length]."""
         if text_b is None:

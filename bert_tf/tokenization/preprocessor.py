@@ -108,6 +108,17 @@ class BertPreprocessor(keras.layers.Layer):
         return len(self._vocabulary)
 
     def call(self, inputs):
+        text_a, text_b = self.texts(inputs)
+        if text_b is None:
+            return self.tokenizer(text_a, max_seq_length=self.max_seq_length)
+        check = tf.debugging.assert_equal(
+            tf.size(text_a), tf.size(text_b),
+            message="BertPreprocessor: text_a and text_b must have the same batch size")
+        with tf.control_dependencies([check]):
+            return self.tokenizer(text_a, text_b, max_seq_length=self.max_seq_length)
+
+    def texts(self, inputs):
+        """(text_a, text_b): string Tensors [batch_size] of `call`'s inputs (text_b None if none)."""
         if isinstance(inputs, dict):
             unknown = sorted(set(inputs) - set(TEXT_KEYS))
             if unknown or "text_a" not in inputs:
@@ -119,15 +130,7 @@ class BertPreprocessor(keras.layers.Layer):
             text_a, text_b = inputs
         else:
             text_a, text_b = inputs, None
-        text_a = _texts(text_a)
-        if text_b is None:
-            return self.tokenizer(text_a, max_seq_length=self.max_seq_length)
-        text_b = _texts(text_b)
-        check = tf.debugging.assert_equal(
-            tf.size(text_a), tf.size(text_b),
-            message="BertPreprocessor: text_a and text_b must have the same batch size")
-        with tf.control_dependencies([check]):
-            return self.tokenizer(text_a, text_b, max_seq_length=self.max_seq_length)
+        return _texts(text_a), None if text_b is None else _texts(text_b)
 
     def compute_output_spec(self, inputs):
         spec = keras.KerasTensor((None, self.max_seq_length), dtype="int32")

@@ -15,7 +15,8 @@ layout:
 
 Tasks: every task of run_classifier.py (signatures `serving_default` text_a +
 text_b -> probabilities + label, `serve_text_a`, `serve_features`,
-`serve_examples`; sts-b returns `score`), `encoder` (pooled_output,
+`serve_examples`; sts-b returns `score`; with `--doc_stride`, text_a alone, long
+texts cut into windows whose logits are averaged per text), `encoder` (pooled_output,
 sequence_output, encoder_outputs), `embeddings` (text_a -> one vector per
 text, `--pooling`, `--normalize`: what bert-run-embeddings trained; a plain
 TensorFlow process serves it), `squad`, `fill_mask` (text with [MASK]s
@@ -91,8 +92,16 @@ FLAGS = (
     groups.string("data_dir", None,
                   "task_name=multilabel: the data dir whose labels.txt (else train.tsv) gives "
                   "the labels, as run_classifier.py read them."),
-    # SQuAD (task_name=squad): the flags of run_squad.py.
-) + groups.SQUAD_WINDOWS + groups.SQUAD_ANSWERS
+    # SQuAD (task_name=squad): the flags of run_squad.py; --doc_stride for ner and a
+    # classifier too.
+    groups.with_help(
+        groups.CLASSIFIER_DOC_STRIDE,
+        groups.DOC_STRIDE.help + " task_name=squad and ner: 128 when unset. A classifier task "
+        "(single texts): when set, serving_default takes text_a alone, cuts each text "
+        "longer than --max_seq_length - 2 tokens into windows that start every "
+        "--doc_stride tokens and returns one row per text from the mean of its windows' "
+        "logits, as run_classifier.py --doc_stride predicts."),
+) + groups.SQUAD_WINDOWS[1:] + groups.SQUAD_ANSWERS
 
 def function():
     """The library function this tool calls (imported when it runs)."""

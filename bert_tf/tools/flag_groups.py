@@ -180,11 +180,12 @@ MULTI_LABEL = (
 
 # ------------------------------------------------------------------ run_squad
 
+DOC_STRIDE = integer("doc_stride", 128,
+                     "When splitting up a long document into chunks, how much stride to "
+                     "take between chunks.")
 # The doc-stride windows of run_squad's features (run_squad, export_saved_model).
 SQUAD_WINDOWS = (
-    integer("doc_stride", 128,
-            "When splitting up a long document into chunks, how much stride to "
-            "take between chunks."),
+    DOC_STRIDE,
     integer("max_query_length", 64,
             "The maximum number of tokens for the question. Questions longer than "
             "this will be truncated to this length."),
@@ -198,3 +199,11 @@ SQUAD_ANSWERS = (
             "The maximum length of an answer that can be generated. This is needed "
             "because the start and end predictions are not conditioned on one another."),
 )
+
+# New (run_classifier): long documents cut into run_squad's windows (none by default).
+CLASSIFIER_DOC_STRIDE = with_help(
+    with_default(DOC_STRIDE, None),
+    DOC_STRIDE.help + " New for classification: a text_a longer than --max_seq_length - 2 "
+    "tokens is cut into windows that start every --doc_stride tokens, each a record; "
+    "evaluation and prediction average each document's windows' logits. Single-text "
+    "tasks only. Unset: texts are truncated, as the original.")

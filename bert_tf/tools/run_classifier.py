@@ -29,6 +29,10 @@ micro_f1, macro_f1, micro_precision, micro_recall, exact_match;
 test_results.tsv one probability column per label. --task_name=multilabel
 reads train/dev/test.tsv of rows `text_a[<TAB>text_b]<TAB>labels` (no header),
 its labels from labels.txt in --data_dir, else from train.tsv.
+--doc_stride: long documents: a text_a longer than --max_seq_length - 2
+tokens is cut into run_squad's windows (a start every --doc_stride tokens),
+each a record (train.tf_record trains every window); eval_results.txt and
+test_results.tsv are per example, from the mean of its windows' logits.
 
 Also `python -m bert_tf.tools.run_classifier`; in a clone, `python tools/run_classifier.py`.
 """
@@ -44,7 +48,8 @@ def function():
     return run_classifier
 
 
-TOOL = cli.Tool(__name__, function, groups.MODEL + groups.CLASSIFIER + groups.MULTI_LABEL,
+TOOL = cli.Tool(__name__, function, groups.MODEL + groups.CLASSIFIER + groups.MULTI_LABEL
+                + (groups.CLASSIFIER_DOC_STRIDE,),
                 required=("vocab_file", "bert_config_file") + groups.CLASSIFIER_REQUIRED)
 
 
