@@ -13,10 +13,11 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 # import this clone's package, as they do from the clone directly.
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-dev-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q --no-deps -r requirements-dev-nodeps.txt
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
