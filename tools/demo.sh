@@ -56,7 +56,7 @@ step "4/7 run_pretraining: a tiny BERT (2 layers, hidden 128), Google-format che
 echo "--- $OUT/pretraining_output/eval_results.txt"
 cat "$OUT/pretraining_output/eval_results.txt"
 
-step "5/7 extract_features and show_attention from the pre-trained checkpoint"
+step "5/7 extract_features, show_attention and fill_mask from the pre-trained checkpoint"
 cat > "$OUT/input.txt" <<'TXT'
 The for statement is used to iterate over the elements of a sequence.
 Who writes the loop ? ||| The else clause is executed when the loop terminates.
@@ -81,6 +81,11 @@ PYEOF
   --bert_config_file="$OUT/bert_config.json" \
   --init_checkpoint="$OUT/pretraining_output/model.ckpt-400"
 echo "--- $OUT/attention.html: every layer's and head's attention, open it in a browser"
+# The masked-LM head pre-training trained, at inference: the best words for a [MASK].
+"$PY" tools/fill_mask.py --text="The for statement is used to [MASK] over a list." \
+  --output_file="$OUT/fill_mask.jsonl" --vocab_file="$OUT/vocab.txt" --do_lower_case=true \
+  --bert_config_file="$OUT/bert_config.json" --top_k=5 \
+  --init_checkpoint="$OUT/pretraining_output/model.ckpt-400"
 step "6/7 run_classifier: fine-tune the pre-trained model on a sentence-pair task (MRPC layout)"
 "$PY" -c "from bert_tf.data.demo_corpus import write_sentence_pair_task as w; print('examples per file:', w('$OUT/pairs'))"
 "$PY" tools/run_classifier.py --task_name=MRPC --do_train=true --do_eval=true \
