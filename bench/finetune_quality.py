@@ -122,10 +122,11 @@ def _dev_features(args):
     from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
     from bert_tf.modeling.config import BertConfig  # pylint: disable=g-import-not-at-top
     from bert_tf.data import classifier_data  # pylint: disable=g-import-not-at-top
+    from bert_tf.data import classifier_processors  # pylint: disable=g-import-not-at-top
 
     config = BertConfig.from_json_file(args.probe_config)
     tokenizer = tokenization.FullTokenizer(args.probe_vocab, do_lower_case=True)
-    processor = classifier_data.get_processor("mrpc")
+    processor = classifier_processors.get_processor("mrpc")
     labels = processor.get_labels()
     features = classifier_data.convert_examples_to_features(
         processor.get_dev_examples(args.probe_data_dir), labels, args.max_seq_length, tokenizer)

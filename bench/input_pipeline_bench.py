@@ -100,11 +100,12 @@ def write_classifier_records(directory, vocab_file, seq_length):
     """The sentence-pair task's train.tf_record at seq_length; returns (file, records)."""
     from bert_tf import tokenization
     from bert_tf.data import classifier_data
+    from bert_tf.data import classifier_processors
     from bert_tf.data import demo_corpus
     task_dir = os.path.join(directory, "pairs")
     if not os.path.exists(task_dir):
         demo_corpus.write_sentence_pair_task(task_dir)
-    processor = classifier_data.get_processor("mrpc")
+    processor = classifier_processors.get_processor("mrpc")
     examples = processor.get_train_examples(task_dir)
     output = os.path.join(directory, "train-%d.tf_record" % seq_length)
     n = classifier_data.file_based_convert_examples_to_features(

@@ -41,6 +41,7 @@ from bert_tf.export import saved_model as export
 from bert_tf import tokenization
 from bert_tf.tasks.classifier import BertClassifier
 from bert_tf.data import classifier_data
+from bert_tf.data import classifier_processors
 from bert_tf.data import demo_corpus
 from bert_tf.data import vocab
 from bert_tf.data.text_features import build_pair_features
@@ -281,7 +282,7 @@ def setup(tmp_path_factory):
     test_results = _read_test_results(os.path.join(reference_dir, "test_results.tsv"))
     assert test_results.shape == (NUM_TEST, 2)
     records, record_features = _records(os.path.join(reference_dir, "predict.tf_record"))
-    examples = classifier_data.get_processor("mrpc").get_test_examples(files["data_dir"])
+    examples = classifier_processors.get_processor("mrpc").get_test_examples(files["data_dir"])
     pairs = [(e.text_a, e.text_b) for e in examples]
 
     texts_a = [a for a, _ in pairs]

@@ -22,6 +22,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data import classifier_data
+from bert_tf.data import classifier_processors
 from bert_tf.tasks.classifier import BertClassifier
 from bert_tf.tasks.classifier import multi_label_example_loss
 from bert_tf.tasks.classifier import multi_label_metrics
@@ -211,7 +212,7 @@ def test_run_classifier_multi_label_writes_its_files(files):
 
 
 def test_labels_come_from_train_tsv_without_labels_txt(files, tmp_path):
-    processor = classifier_data.get_processor("multilabel")
+    processor = classifier_processors.get_processor("multilabel")
     data_dir = str(tmp_path / "no_labels_txt")
     _write_task(data_dir)
     os.remove(os.path.join(data_dir, "labels.txt"))

@@ -7,7 +7,9 @@
                     multi-process, on Beam), a module per job.
   tfrecord          TFRecord files without TensorFlow (tf.io.TFRecordWriter's bytes).
   text_features     [CLS] a [SEP] b [SEP] features and truncate_seq_pair.
-  classifier_data   run_classifier's processors, convert_single_example, records.
+  classifier_data   run_classifier's examples, TSV reading, convert_single_example, records.
+  classifier_processors
+                    run_classifier's processors (GLUE, XNLI, multilabel) and the task registry.
   squad_data        run_squad's examples, features and records.
   squad_predictions run_squad's answers from the logits: the n-best, predictions.json.
   squad_windows     run_squad's doc-stride windows, in Python and as graph ops.

@@ -94,7 +94,7 @@ from bert_tf import locks
 from bert_tf import logs
 from bert_tf import releases
 from bert_tf import tokenization
-from bert_tf.data import classifier_data
+from bert_tf.data import classifier_processors
 from bert_tf.data import ner_data
 from bert_tf.data import text_windows
 from bert_tf.errors import UserError
@@ -153,11 +153,11 @@ def task_spec(task_name, data_dir=None):
         return FILL_MASK, None, False
     if key in (MULTIPLE_CHOICE, NER):
         return key, None, False
-    if key not in classifier_data.PROCESSORS:
+    if key not in classifier_processors.PROCESSORS:
         raise UserError("Task not found: %s (known: %s, %s, %s, %s, %s, %s, %s)" % (
-            key, ", ".join(classifier_data.PROCESSORS), SQUAD, ENCODER, FILL_MASK, EMBEDDINGS,
+            key, ", ".join(classifier_processors.PROCESSORS), SQUAD, ENCODER, FILL_MASK, EMBEDDINGS,
             MULTIPLE_CHOICE, NER))
-    processor = classifier_data.get_processor(key)
+    processor = classifier_processors.get_processor(key)
     if hasattr(processor, "read_labels"):
         if not data_dir:
             raise UserError("--task_name=%s reads its labels from --data_dir (labels.txt or "
@@ -643,7 +643,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     version directory.
 
     Args:
-      task_name: a task of `classifier_data.PROCESSORS`, "squad", "encoder" or
+      task_name: a task of `classifier_processors.PROCESSORS`, "squad", "encoder" or
         "fill_mask" (the pre-training heads' masked LM: any release),
         "embeddings", "multiple_choice" or "ner" (a bert-run-ner checkpoint).
       bert_config_file: the path of a bert_config.json (or a release's name),

@@ -16,7 +16,7 @@ checks is `finetuning.train_evaluate_predict_classifier`, which
 from bert_tf import fileio
 from bert_tf import releases
 from bert_tf import tokenization
-from bert_tf.data import classifier_data
+from bert_tf.data import classifier_processors
 from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
@@ -38,7 +38,7 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
 
     Args:
       task_name, data_dir, bert_config_file, vocab_file, output_dir and the
-        rest: the original's flags (a task of `classifier_data.PROCESSORS`).
+        rest: the original's flags (a task of `classifier_processors.PROCESSORS`).
       scale_out: a `ScaleOut`, the new flags (strategy, XLA, precision,
         accumulation, optimizer, logging).
       dev_eval: a `DevEval`, the new flags of evaluation on dev.tsv while
@@ -76,7 +76,7 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
     bert_config.check_max_seq_length(max_seq_length, bert_config_file)
     text_windows.check_doc_stride(doc_stride, max_seq_length)
     tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
-    processor = classifier_data.get_processor(task_name)
+    processor = classifier_processors.get_processor(task_name)
     is_regression = processor.is_regression
     if getattr(processor, "multi_label", False) and not multi_label:
         raise UserError("--task_name=%s is a multi-label task: pass --multi_label" % task_name)

@@ -22,7 +22,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf import tokenization
-from bert_tf.data import classifier_data
+from bert_tf.data import classifier_processors
 from bert_tf.errors import UserError
 from bert_tf.runs import finetuning
 from bert_tf.tasks.hub_classifier import HubClassifierTask
@@ -42,7 +42,7 @@ def run_classifier_with_tfhub(task_name, data_dir, bert_hub_module_handle, outpu
 
     Args:
       task_name, data_dir, output_dir and the rest: run_classifier's flags
-        (a task of `classifier_data.PROCESSORS`).
+        (a task of `classifier_processors.PROCESSORS`).
       bert_hub_module_handle: the TF Hub BERT encoder (see the module docstring).
       scale_out: a `ScaleOut`, the new flags.
       dev_eval: a `DevEval` (evaluation on dev.tsv while training).
@@ -59,7 +59,7 @@ def run_classifier_with_tfhub(task_name, data_dir, bert_hub_module_handle, outpu
     dev_eval.check()
     fileio.check_writable(output_dir, "output_dir")
     module = inspect_hub_module(bert_hub_module_handle, max_seq_length)
-    processor = classifier_data.get_processor(task_name)
+    processor = classifier_processors.get_processor(task_name)
     label_list = processor.get_labels()
     is_regression = processor.is_regression
     num_labels = 1 if is_regression else len(label_list)

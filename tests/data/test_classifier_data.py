@@ -1,4 +1,5 @@
-"""bert_tf.data.classifier_data against the original run_classifier.py data side.
+"""bert_tf.data.classifier_data and classifier_processors against the original
+run_classifier.py data side.
 
 The data directories are GLUE-layout TSV files made from real English
 (`pydoc_data.topics`) plus hand-written edge cases: double quotes (kept
@@ -21,6 +22,7 @@ from absl import logging
 
 from bert_tf import tokenization
 from bert_tf.data import classifier_data as cd
+from bert_tf.data import classifier_processors as cp
 from bert_tf.data import demo_corpus
 from bert_tf.errors import UserError
 from tests.data import pretraining_testlib as lib
@@ -244,7 +246,7 @@ def original(glue):
 @pytest.mark.original
 @pytest.mark.parametrize("task,do_lower_case", ORIGINAL_TASKS, ids=[t for t, _ in ORIGINAL_TASKS])
 def test_examples_and_records_equal_original(task, do_lower_case, glue, original):
-    processor = cd.get_processor(task.upper())
+    processor = cp.get_processor(task.upper())
     tokenizer = _tokenizer(glue, do_lower_case)
     data_dir = glue["dirs"][task]
     out_dir = os.path.join(glue["root"], "ours", task)
@@ -293,7 +295,7 @@ def test_examples_and_records_equal_original(task, do_lower_case, glue, original
 def test_data_covers_the_edge_cases(glue):
     """The compared data really holds truncated pairs, single-segment pairs, [UNK] and quotes."""
     tokenizer = _tokenizer(glue)
-    examples = cd.MrpcProcessor().get_train_examples(glue["dirs"]["mrpc"])
+    examples = cp.MrpcProcessor().get_train_examples(glue["dirs"]["mrpc"])
     features = [cd.convert_single_example(99, e, ["0", "1"], MAX_SEQ_LENGTH, tokenizer)
                 for e in examples]
     lengths = [sum(f.input_mask) for f in features]
@@ -304,7 +306,7 @@ def test_data_covers_the_edge_cases(glue):
     assert any(tokenizer.vocab["[UNK]"] in f.input_ids for f in features)
     assert any('"' in e.text_a and tokenizer.vocab['"'] in f.input_ids
                for e, f in zip(examples, features))
-    dev = cd.MrpcProcessor().get_dev_examples(glue["dirs"]["mrpc"])
+    dev = cp.MrpcProcessor().get_dev_examples(glue["dirs"]["mrpc"])
     assert "A lone carriage return inside." in [e.text_a for e in dev]
 
 
@@ -328,7 +330,7 @@ def test_read_tsv_equals_csv_over_tf_gfile(tmp_path):
         with tf.io.gfile.GFile(path, "r") as f:
             expected = list(csv.reader(f, delimiter="\t", quotechar=None))
         assert cd.read_tsv(path) == expected, data
-        assert cd.DataProcessor.read_tsv(path) == expected
+        assert cp.DataProcessor.read_tsv(path) == expected
 
 
 def test_unreadable_lines_are_user_errors(tmp_path):
@@ -361,7 +363,7 @@ GLUE_EXTRA = {
 @pytest.mark.parametrize("task", sorted(GLUE_EXTRA))
 def test_glue_extra_processor_reads_its_layout(task, glue):
     first, test_label, num_train = GLUE_EXTRA[task]
-    processor = cd.get_processor(task)
+    processor = cp.get_processor(task)
     data_dir = glue["dirs"][task]
     train = processor.get_train_examples(data_dir)
     assert len(train) == num_train
@@ -387,22 +389,22 @@ def test_glue_extra_processor_reads_its_layout(task, glue):
 
 
 def test_sst2_rows_and_aliases(glue):
-    train = cd.get_processor("SST2").get_train_examples(glue["dirs"]["sst-2"])
+    train = cp.get_processor("SST2").get_train_examples(glue["dirs"]["sst-2"])
     assert [e.text_a for e in train] == [_text(i) for i in range(6)]
     assert [e.label for e in train] == ["0", "1"] * 3
     assert [e.guid for e in train] == ["train-%d" % i for i in range(1, 7)]
-    assert type(cd.get_processor("stsb")) is type(cd.get_processor("STS-B"))
+    assert type(cp.get_processor("stsb")) is type(cp.get_processor("STS-B"))
 
 
 def test_qqp_skips_broken_rows_with_a_warning(glue):
     with lib.absl_log_lines() as log_lines:
-        train = cd.QqpProcessor().get_train_examples(glue["dirs"]["qqp"])
+        train = cp.QqpProcessor().get_train_examples(glue["dirs"]["qqp"])
     assert [e.guid for e in train] == ["train-%d" % (700 + i) for i in range(6)]
     assert any("skipped 1 row" in line and "line 5" in line for line in log_lines)
 
 
 def test_stsb_scores_are_floats_in_the_records(glue, tmp_path):
-    processor = cd.get_processor("sts-b")
+    processor = cp.get_processor("sts-b")
     assert processor.is_regression
     examples = processor.get_train_examples(glue["dirs"]["sts-b"])
     assert [e.label for e in examples] == [5.0, 3.8, 0.0, 2.25, 4.6, 1.0]
@@ -423,7 +425,7 @@ def test_stsb_scores_are_floats_in_the_records(glue, tmp_path):
 
 
 def test_decode_record_casts_to_int32_as_the_original(glue, tmp_path):
-    examples = cd.MrpcProcessor().get_dev_examples(glue["dirs"]["mrpc"])[:3]
+    examples = cp.MrpcProcessor().get_dev_examples(glue["dirs"]["mrpc"])[:3]
     out = str(tmp_path / "eval.tf_record")
     cd.file_based_convert_examples_to_features(
         examples + [cd.PaddingInputExample()], ["0", "1"], MAX_SEQ_LENGTH, _tokenizer(glue), out)
@@ -441,7 +443,7 @@ def test_decode_record_casts_to_int32_as_the_original(glue, tmp_path):
 
 
 def test_records_are_canonical_and_reproducible(glue, tmp_path):
-    examples = cd.ColaProcessor().get_train_examples(glue["dirs"]["cola"])
+    examples = cp.ColaProcessor().get_train_examples(glue["dirs"]["cola"])
     paths = [str(tmp_path / ("r%d.tf_record" % i)) for i in range(2)]
     for path in paths:
         cd.file_based_convert_examples_to_features(examples, ["0", "1"], MAX_SEQ_LENGTH,
@@ -458,21 +460,21 @@ def test_records_are_canonical_and_reproducible(glue, tmp_path):
 # --------------------------------------------------------------------------
 
 def test_registry_knows_the_glue_tasks():
-    assert set(cd.PROCESSORS) >= {"cola", "mnli", "mrpc", "xnli", "sst-2", "sst2", "qnli",
+    assert set(cp.PROCESSORS) >= {"cola", "mnli", "mrpc", "xnli", "sst-2", "sst2", "qnli",
                                   "qqp", "rte", "wnli", "sts-b", "stsb"}
-    assert isinstance(cd.get_processor("MRPC"), cd.MrpcProcessor)  # lower-cased
-    assert isinstance(cd.get_processor("CoLA"), cd.ColaProcessor)
+    assert isinstance(cp.get_processor("MRPC"), cp.MrpcProcessor)  # lower-cased
+    assert isinstance(cp.get_processor("CoLA"), cp.ColaProcessor)
     with pytest.raises(UserError) as e:
-        cd.get_processor("Nope")
+        cp.get_processor("Nope")
     message = str(e.value)
     assert message.startswith("Task not found: nope (known: cola, mnli, mrpc, xnli")
     assert "sts-b" in message and "\n" not in message
 
 
 def test_a_user_task_is_one_small_class(tmp_path, monkeypatch):
-    monkeypatch.setattr(cd, "PROCESSORS", type(cd.PROCESSORS)(cd.PROCESSORS))
+    monkeypatch.setattr(cp, "PROCESSORS", type(cp.PROCESSORS)(cp.PROCESSORS))
 
-    class SentimentProcessor(cd.DataProcessor):
+    class SentimentProcessor(cp.DataProcessor):
         files = {"train": "reviews.tsv", "dev": "reviews_dev.tsv"}
         header = False
 
@@ -484,9 +486,9 @@ def test_a_user_task_is_one_small_class(tmp_path, monkeypatch):
             return cd.InputExample("%s-%d" % (set_type, row.index), text, None,
                                    self.check_label(label, row))
 
-    cd.register_processor("Sentiment", SentimentProcessor)
+    cp.register_processor("Sentiment", SentimentProcessor)
     _write(str(tmp_path / "reviews.tsv"), [["pos", 'A "great" film.'], ["neg", "Dull."]])
-    processor = cd.get_processor("sentiment")
+    processor = cp.get_processor("sentiment")
     assert _as_lists(processor.get_train_examples(str(tmp_path))) == [
         ["train-0", 'A "great" film.', None, "pos"], ["train-1", "Dull.", None, "neg"]]
     with pytest.raises(UserError, match=r"no reviews_dev\.tsv \(the Sentiment task reads "
@@ -495,9 +497,9 @@ def test_a_user_task_is_one_small_class(tmp_path, monkeypatch):
     with pytest.raises(UserError, match="the Sentiment task has no test examples"):
         processor.get_test_examples(str(tmp_path))
     with pytest.raises(UserError, match="already names SentimentProcessor"):
-        cd.register_processor("sentiment", cd.MrpcProcessor)
-    cd.register_processor("sentiment", cd.MrpcProcessor, replace=True)
-    assert isinstance(cd.get_processor("sentiment"), cd.MrpcProcessor)
+        cp.register_processor("sentiment", cp.MrpcProcessor)
+    cp.register_processor("sentiment", cp.MrpcProcessor, replace=True)
+    assert isinstance(cp.get_processor("sentiment"), cp.MrpcProcessor)
 
 
 # --------------------------------------------------------------------------
@@ -506,11 +508,11 @@ def test_a_user_task_is_one_small_class(tmp_path, monkeypatch):
 
 def test_missing_file_names_data_dir_file_and_task(tmp_path):
     with pytest.raises(UserError) as e:
-        cd.get_processor("mrpc").get_train_examples(str(tmp_path))
+        cp.get_processor("mrpc").get_train_examples(str(tmp_path))
     assert str(e.value) == ("--data_dir=%s: no train.tsv (the MRPC task reads train.tsv, "
                             "dev.tsv and test.tsv)" % tmp_path)
     with pytest.raises(UserError, match=r"no multinli/multinli\.train\.zh\.tsv \(the XNLI"):
-        cd.XnliProcessor().get_train_examples(str(tmp_path))
+        cp.XnliProcessor().get_train_examples(str(tmp_path))
 
 
 def test_short_row_names_file_line_and_columns(tmp_path):
@@ -518,24 +520,24 @@ def test_short_row_names_file_line_and_columns(tmp_path):
            [["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
             ["1", "1", "2", "a", "b"], ["0", "3", "only four columns"]])
     with pytest.raises(UserError) as e:
-        cd.MrpcProcessor().get_dev_examples(str(tmp_path))
+        cp.MrpcProcessor().get_dev_examples(str(tmp_path))
     assert str(e.value) == (
         "%s line 3: 3 tab-separated column(s), but the MRPC task reads column(s) 4, 5 "
         "(1-based), so it needs at least 5" % (tmp_path / "dev.tsv"))
     # A blank line is a row without columns (the original: IndexError).
     _write(str(tmp_path / "train.tsv"), [["gj04", "1", "", "Fine."], []])
     with pytest.raises(UserError, match=r"train\.tsv line 2: 0 tab-separated column"):
-        cd.ColaProcessor().get_train_examples(str(tmp_path))
+        cp.ColaProcessor().get_train_examples(str(tmp_path))
 
 
 def test_unknown_label_names_file_line_label_and_labels(tmp_path):
     _write(str(tmp_path / "train.tsv"), [["gj04", "1", "", "Fine."], ["gj04", "yes", "", "Bad."]])
     with pytest.raises(UserError) as e:
-        cd.ColaProcessor().get_train_examples(str(tmp_path))
+        cp.ColaProcessor().get_train_examples(str(tmp_path))
     assert str(e.value) == ("%s line 2: label 'yes' is not one of the CoLA task's labels "
                             "'0', '1'" % (tmp_path / "train.tsv"))
     _write(str(tmp_path / "dev.tsv"), [["i", "s1", "s2", "score"], ["0", "a", "b", "high"]])
-    stsb = cd.StsbProcessor()
+    stsb = cp.StsbProcessor()
     stsb.text_columns = (1, 2)
     with pytest.raises(UserError, match=r"dev\.tsv line 2: score 'high' of the STS-B task"):
         stsb.get_dev_examples(str(tmp_path))
@@ -561,7 +563,7 @@ def test_padding_example_is_all_zeros():
 
 
 def test_interrupted_write_leaves_no_file(glue, tmp_path, monkeypatch):
-    examples = cd.MrpcProcessor().get_train_examples(glue["dirs"]["mrpc"])
+    examples = cp.MrpcProcessor().get_train_examples(glue["dirs"]["mrpc"])
     out = str(tmp_path / "train.tf_record")
     with open(out, "wb") as f:
         f.write(b"an earlier run's file")
@@ -589,9 +591,10 @@ def test_interrupted_write_leaves_no_file(glue, tmp_path, monkeypatch):
     assert os.listdir(str(tmp_path / "sub")) == []
 
 
-def test_module_imports_no_tensorflow_at_import_time():
+@pytest.mark.parametrize("module", [cd, cp], ids=["classifier_data", "classifier_processors"])
+def test_module_imports_no_tensorflow_at_import_time(module):
     import ast  # pylint: disable=g-import-not-at-top
-    with open(cd.__file__, encoding="utf-8") as f:
+    with open(module.__file__, encoding="utf-8") as f:
         tree = ast.parse(f.read())
     top_level = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     names = [a.name for n in top_level for a in n.names] + [
