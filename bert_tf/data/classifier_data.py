@@ -138,7 +138,7 @@ class InputFeatures(_Record):
 # Reading tab-separated files.
 # --------------------------------------------------------------------------
 
-def _iter_text_lines(input_file):
+def iter_text_lines(input_file):
     """Yields the lines of `input_file` as `tf.gfile.GFile(input_file, "r")` does.
 
     The original iterates over a GFile, whose C++ reader splits on "\\n" only
@@ -182,7 +182,7 @@ def iter_tsv(input_file, quotechar=None):
     Rows are split as the original's `_read_tsv` splits them (see `read_tsv`);
     `line_number` is the 1-based line the row ends on.
     """
-    reader = csv.reader(_iter_text_lines(input_file), delimiter="\t", quotechar=quotechar)
+    reader = csv.reader(iter_text_lines(input_file), delimiter="\t", quotechar=quotechar)
     while True:
         try:
             row = next(reader)

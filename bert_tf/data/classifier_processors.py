@@ -25,7 +25,7 @@ from absl import logging
 from bert_tf import fileio
 from bert_tf.data.classifier_data import InputExample
 from bert_tf.data.classifier_data import TsvRow
-from bert_tf.data.classifier_data import _iter_text_lines  # the lines as tf.gfile reads them
+from bert_tf.data.classifier_data import iter_text_lines
 from bert_tf.data.classifier_data import iter_tsv
 from bert_tf.data.classifier_data import read_tsv
 from bert_tf.errors import UserError
@@ -440,7 +440,7 @@ class MultiLabelProcessor(DataProcessor):
         path = os.path.join(data_dir, self.labels_file)
         if fileio.exists(path):
             labels = []
-            for line_number, line in enumerate(_iter_text_lines(path), 1):
+            for line_number, line in enumerate(iter_text_lines(path), 1):
                 label = line.strip()
                 if not label:
                     continue
