@@ -86,6 +86,7 @@ echo "--- $OUT/attention.html: every layer's and head's attention, open it in a 
   --output_file="$OUT/fill_mask.jsonl" --vocab_file="$OUT/vocab.txt" --do_lower_case=true \
   --bert_config_file="$OUT/bert_config.json" --top_k=5 \
   --init_checkpoint="$OUT/pretraining_output/model.ckpt-400"
+echo "--- $OUT/fill_mask.jsonl: the five best tokens and their scores (a 2-layer model pre-trained for 400 steps mostly guesses common tokens)"
 step "6/7 run_classifier: fine-tune the pre-trained model on a sentence-pair task (MRPC layout)"
 "$PY" -c "from bert_tf.data.demo_corpus import write_sentence_pair_task as w; print('examples per file:', w('$OUT/pairs'))"
 "$PY" tools/run_classifier.py --task_name=MRPC --do_train=true --do_eval=true \
