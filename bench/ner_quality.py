@@ -42,7 +42,6 @@ import shutil
 import subprocess
 import sys
 import time
-import types
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -142,23 +141,9 @@ def entity_counts(gold, predicted):
 
 
 def seqeval_metrics():
-    """seqeval's metrics module. The project installs seqeval without scikit-learn
-    (requirements-dev-nodeps.txt), of which its conlleval scorer takes one warning
-    class: a stand-in while seqeval imports, as tests/test_ner_metrics.py does."""
-    try:
-        import sklearn.exceptions  # noqa: F401  pylint: disable=g-import-not-at-top
-        stubs = {}
-    except ImportError:
-        exceptions = types.ModuleType("sklearn.exceptions")
-        exceptions.UndefinedMetricWarning = type("UndefinedMetricWarning", (UserWarning,), {})
-        stubs = {"sklearn": types.ModuleType("sklearn"), "sklearn.exceptions": exceptions}
-    sys.modules.update(stubs)
-    try:
-        from seqeval import metrics  # pylint: disable=g-import-not-at-top  (a test extra)
-    finally:
-        for name in stubs:
-            del sys.modules[name]
-    return metrics
+    """seqeval's metrics module (tests/seqeval_reference.py: installed without scikit-learn)."""
+    from tests.seqeval_reference import import_seqeval  # pylint: disable=g-import-not-at-top
+    return import_seqeval()[0]
 
 
 def score(gold, predicted):

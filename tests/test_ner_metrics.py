@@ -7,38 +7,15 @@ the predictions that bert-run-ner writes (tests/test_ner.py, with the run it
 trains).
 """
 
-import sys
-import types
 import warnings
 
 import numpy as np
 import pytest
 
-
-def _import_seqeval():
-    """seqeval's metrics. It is installed without scikit-learn (requirements-dev-nodeps.txt),
-    of which its conlleval scorer takes one warning class: a stand-in, there while seqeval
-    imports (Keras, imported later, must not find a scikit-learn)."""
-    try:
-        import sklearn.exceptions  # noqa: F401
-        stubs = {}
-    except ImportError:
-        exceptions = types.ModuleType("sklearn.exceptions")
-        exceptions.UndefinedMetricWarning = type("UndefinedMetricWarning", (UserWarning,), {})
-        stubs = {"sklearn": types.ModuleType("sklearn"), "sklearn.exceptions": exceptions}
-    sys.modules.update(stubs)
-    try:
-        from seqeval import metrics  # pylint: disable=g-import-not-at-top
-        from seqeval.metrics import sequence_labeling  # pylint: disable=g-import-not-at-top
-    finally:
-        for name in stubs:
-            del sys.modules[name]
-    return metrics, sequence_labeling.get_entities
-
-
-seqeval_metrics, get_entities = _import_seqeval()
-
 from bert_tf.data import conlleval
+from tests.seqeval_reference import import_seqeval
+
+seqeval_metrics, get_entities = import_seqeval()
 
 TYPES = ("PER", "LOC", "ORG")
 
