@@ -239,6 +239,39 @@ def test_results_are_the_mean_of_the_windows_logits(files, trained, keras_model)
                                atol=1e-6)
 
 
+@pytest.mark.parametrize("kind", ["regression", "multi_label"])
+def test_regression_and_multi_label_documents_are_their_windows_mean_logits(kind):
+    from bert_tf.tasks import classifier
+    task = classifier.ClassifierTask(one_layer_config(), num_labels=3,
+                                     is_regression=kind == "regression",
+                                     multi_label=kind == "multi_label", per_document=True)
+    rng = np.random.RandomState(7)
+    index = np.array([0, 0, 0, 1, 2, 2, 3, 3])  # four documents, one to three windows each
+    width = 1 if kind == "regression" else 3
+    logits = rng.normal(size=(len(index), width)).astype(np.float32)
+    if kind == "regression":
+        labels = rng.normal(size=4).astype(np.float32)[index]
+    else:
+        labels = rng.randint(2, size=(4, 3)).astype(np.int32)[index]
+    outputs = {"logits": logits, "label_ids": labels, text_windows.DOCUMENT_INDEX: index}
+    mean = np.stack([logits[index == d].mean(axis=0) for d in range(4)])
+    documents = task.document_outputs(outputs)
+    np.testing.assert_allclose(documents["logits"], mean, rtol=1e-6)
+    results = task.eval_results_from_predictions(outputs)
+    if kind == "regression":
+        np.testing.assert_allclose(documents["predictions"], mean[:, 0], rtol=1e-6)
+        want = classifier.pearson(mean[:, 0], labels[[0, 3, 4, 6]])
+        assert results["pearson"] == pytest.approx(want)
+        assert results["eval_loss"] == pytest.approx(
+            np.mean((mean[:, 0] - labels[[0, 3, 4, 6]]) ** 2), rel=1e-5)
+    else:
+        probabilities = 1 / (1 + np.exp(-mean))
+        np.testing.assert_allclose(documents["probabilities"], probabilities, rtol=1e-5)
+        want = classifier.multi_label_metrics(probabilities, labels[[0, 3, 4, 6]])
+        assert results["micro_f1"] == pytest.approx(want["micro_f1"])
+        assert results["exact_match"] == pytest.approx(want["exact_match"])
+
+
 @pytest.mark.slow
 def test_keras_predict_on_raw_text_gives_one_row_per_text(files, trained, keras_model):
     model = keras_model
