@@ -1,13 +1,17 @@
-"""What the fine-tuning runs share (`run_classifier`, `run_classifier_with_tfhub`, `run_squad`).
+"""What the fine-tuning runs share (`run_classifier`, `run_classifier_with_tfhub`, `run_squad`,
+`run_ner`, `run_multiple_choice`).
 
 The original's `main()`s computed the schedule from the number of training
 examples, wrote the features to TFRecords in `output_dir`, and handed an
 `input_fn` to the Estimator. These helpers do the same for a `Trainer`.
 `check_start_checkpoint` (run_pretraining's too) refuses a config that is not
-the checkpoint's before the run writes anything. `classifier_examples` and
-`train_evaluate_predict_classifier` are the two classifier runs' common
-course: the same records, schedule, optimizer and output files, whatever
-model the task builds.
+the checkpoint's before the run writes anything; `check_run_flags` and
+`read_bert_config` are the checks run_classifier, run_ner and
+run_multiple_choice make before it. `train_evaluate_predict` is their
+common course: the same schedule, optimizer and output files, whatever model
+the task builds, with the records (`Records`) and what prediction writes
+their own; `classifier_examples` and `train_evaluate_predict_classifier`
+(`ClassifierRecords`) are the two classifier runs'.
 """
 
 import math
@@ -19,15 +23,51 @@ from absl import logging
 from bert_tf import fileio
 from bert_tf import locks
 from bert_tf import logs
+from bert_tf import releases
+from bert_tf import tokenization
 from bert_tf.data import classifier_data
 from bert_tf.data import input_pipeline
+from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint
+from bert_tf.modeling.config import BertConfig
 from bert_tf.training import distribute
 from bert_tf.training import output_dir as output_dir_lib
 from bert_tf.training.dev_eval import BestCheckpoint
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.trainer import Trainer
+
+
+def check_run_flags(bert_config_file, vocab_file, init_checkpoint, do_lower_case, do_train,
+                    do_eval, do_predict):
+    """A fine-tuning run's first checks, the original run_classifier's; returns the three files.
+
+    A release's name (uncased_L-12_H-768_A-12) in `bert_config_file`,
+    `vocab_file` or `init_checkpoint` is its file in the cache.
+    """
+    bert_config_file = releases.resolve_file(bert_config_file, "bert_config_file")
+    vocab_file = releases.resolve_file(vocab_file, "vocab_file")
+    init_checkpoint = releases.resolve_file(init_checkpoint, "init_checkpoint")
+    tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
+    if not do_train and not do_eval and not do_predict:
+        raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+    return bert_config_file, vocab_file, init_checkpoint
+
+
+def read_bert_config(bert_config_file, vocab_file, output_dir, max_seq_length, scale_out,
+                     dev_eval, doc_stride=None):
+    """The run's `BertConfig`, checked with the flags and the vocab, after `check_run_flags`.
+
+    `doc_stride`: run_classifier's (`text_windows.check_doc_stride`; None: no windows).
+    """
+    dev_eval.check()
+    fileio.check_writable(output_dir, "output_dir")
+    bert_config = BertConfig.from_json_file(bert_config_file)
+    scale_out.configure_model(bert_config)  # --gradient_checkpointing
+    bert_config.check_max_seq_length(max_seq_length, bert_config_file)
+    text_windows.check_doc_stride(doc_stride, max_seq_length)
+    tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
+    return bert_config
 
 
 def check_start_checkpoint(bert_config, output_dir, init_checkpoint, head=None,
@@ -201,6 +241,123 @@ def train_on_records(trainer, train_file, spec, limits, train_batch_size, num_tr
         **scale_out.train_options())
 
 
+class Records(object):
+    """What a fine-tuning run's data is to its course (`train_evaluate_predict`).
+
+    The course writes `<split>.tf_record` for each split it uses ("train",
+    "eval", "predict"), trains, evaluates and predicts; a run's subclass says
+    how its examples become records, how the course logs them and what
+    prediction writes.
+
+    Attributes:
+      examples: {"train" | "eval" | "predict": the split's examples}: the
+        splits the run reads.
+      predicts_eval: whether evaluation also predicts the dev set, whose
+        outputs go to `write_outputs("eval", ...)`.
+    """
+
+    predicts_eval = False
+
+    def __init__(self, examples):
+        self.examples = examples
+
+    def begin(self, trainer, inputs, output_dir):
+        """Called once the trainer is made, before any record is written (`inputs`: `InputFiles`)."""
+
+    def spec(self):
+        """The records' features (`name_to_features`)."""
+        raise NotImplementedError
+
+    def limits(self, task):
+        """The values every record must hold for `task`'s model (`record_limits`)."""
+        raise NotImplementedError
+
+    def write(self, split, path):
+        """Writes the records of `split` to `path`; returns how many."""
+        raise NotImplementedError
+
+    def log_fields(self, split, num_records, num_padding=None):
+        """The counts `log_run` logs for `split` (`num_padding`: None for training)."""
+        return {"num_examples": padded_count(num_records, num_padding)}
+
+    def outputs(self, split, predictions):
+        """What prediction gives for `split`'s examples, from `Trainer.predict`'s outputs."""
+        return predictions
+
+    def write_outputs(self, split, outputs, output_dir):
+        """Writes (the chief alone) the outputs of `split` in `output_dir`."""
+        raise NotImplementedError
+
+
+def padded_count(num_records, num_padding=None):
+    """The original's "N (A actual, P padding)" of an evaluation or prediction's records."""
+    if num_padding is None:
+        return num_records
+    return "%d (%d actual, %d padding)" % (num_records + num_padding, num_records, num_padding)
+
+
+class ClassifierRecords(Records):
+    """run_classifier's records (`classifier_data`) and `test_results.tsv`.
+
+    Args:
+      examples: `classifier_examples`'s dict.
+      tokenizer: a `FullTokenizer`; label_list: the processor's labels.
+      max_seq_length: the flag.
+      task: the run's `ClassifierTask`.
+      doc_stride: None (each example one record, truncated, as the
+        original), or an int: each text_a cut into doc-stride windows, one
+        record each (`classifier_data.convert_example_windows`); training
+        counts its epochs in windows, and evaluation and prediction are per
+        document (`task.per_document`; `ClassifierTask.document_outputs`).
+    """
+
+    def __init__(self, examples, tokenizer, label_list, max_seq_length, task, doc_stride=None):
+        super().__init__(examples)
+        self.tokenizer = tokenizer
+        self.label_list = label_list
+        self.max_seq_length = max_seq_length
+        self.task = task
+        self.is_regression = task.is_regression
+        # Multi-label: multi-hot label_ids [num_labels] of 0 and 1 (see classifier_data).
+        self.multi_label = getattr(task, "multi_label", False)
+        self.doc_stride = doc_stride
+
+    def spec(self):
+        return classifier_data.name_to_features(
+            self.max_seq_length, self.is_regression,
+            num_labels=len(self.label_list) if self.multi_label else None,
+            windows=self.doc_stride is not None)
+
+    def limits(self, task):
+        limits = record_limits(task, self.max_seq_length, num_labels=(
+            None if self.is_regression or self.multi_label else len(self.label_list)))
+        if self.multi_label:
+            limits["label_ids"] = (2, None)  # multi-hot: 0 or 1
+        return limits
+
+    def write(self, split, path):
+        return classifier_data.file_based_convert_examples_to_features(
+            self.examples[split], self.label_list, self.max_seq_length, self.tokenizer, path,
+            is_regression=self.is_regression, multi_label=self.multi_label,
+            doc_stride=self.doc_stride)
+
+    def log_fields(self, split, num_records, num_padding=None):
+        if self.doc_stride is None:
+            return super().log_fields(split, num_records, num_padding)
+        return {"num_examples": len(self.examples[split]),
+                "num_windows": padded_count(num_records, num_padding)}
+
+    def outputs(self, split, predictions):
+        if self.doc_stride is not None:
+            return self.task.document_outputs(predictions)
+        return predictions
+
+    def write_outputs(self, split, outputs, output_dir):
+        path = os.path.join(output_dir, "test_results.tsv")
+        count = write_test_results(path, outputs, self.is_regression)
+        logs.result("Wrote %d predictions to %s", count, path)
+
+
 def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, output_dir, tool,
                                       max_seq_length, train_batch_size, eval_batch_size,
                                       predict_batch_size, learning_rate, num_train_epochs,
@@ -209,38 +366,48 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
                                       dev_eval=DevEval(), do_eval=True, doc_stride=None):
     """The original `run_classifier.main`'s course, for any classification task model.
 
+    `train_evaluate_predict` with `ClassifierRecords(examples, tokenizer,
+    label_list, max_seq_length, task, doc_stride)`: see both.
+    """
+    return train_evaluate_predict(
+        task, ClassifierRecords(examples, tokenizer, label_list, max_seq_length, task,
+                                doc_stride=doc_stride),
+        output_dir, tool, train_batch_size, eval_batch_size, predict_batch_size, learning_rate,
+        num_train_epochs, warmup_proportion, save_checkpoints_steps, iterations_per_loop,
+        scale_out, init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval)
+
+
+def train_evaluate_predict(task, records, output_dir, tool, train_batch_size, eval_batch_size,
+                           predict_batch_size, learning_rate, num_train_epochs,
+                           warmup_proportion, save_checkpoints_steps, iterations_per_loop,
+                           scale_out, init_checkpoint=None, dev_eval=DevEval(), do_eval=True):
+    """The original `run_classifier.main`'s course, for any fine-tuning task and its records.
+
     Writes `train.tf_record`, `eval.tf_record` and `predict.tf_record` in
-    `output_dir`, trains (`model.ckpt-<step>`), evaluates (`eval_results.txt`)
-    and predicts (`test_results.tsv`) what `examples` holds, with a `Trainer`
-    under the strategy of `scale_out`.
+    `output_dir` (`records.write`), trains (`model.ckpt-<step>`), evaluates
+    (`eval_results.txt`) and predicts (`records.write_outputs`) what
+    `records.examples` holds, with a `Trainer` under the strategy of
+    `scale_out`.
 
     Args:
-      task: a `ClassifierTask` (its `build_model` runs under the strategy's scope).
-      examples: `classifier_examples`'s dict.
-      tokenizer: a `FullTokenizer`; label_list: the processor's labels.
+      task: the run's `Task` (its `build_model` runs under the strategy's scope).
+      records: a `Records`.
       output_dir: the run's directory; tool: the run's name, for its lock.
-      max_seq_length ... iterations_per_loop: the original's flags.
+      train_batch_size ... iterations_per_loop: the original's flags.
       scale_out: a `ScaleOut`.
       init_checkpoint: a Google-format checkpoint to start from, or None.
       dev_eval: a `DevEval`: with `eval_every_steps`, training evaluates on
-        `examples["eval"]` every that many steps, keeps the best checkpoint
-        (`output_dir/best/`), which evaluation and prediction then use, and
-        may stop early.
-      do_eval: whether to evaluate after training (`examples["eval"]` may be
-        there for `dev_eval` alone).
-      doc_stride: None (each example one record, truncated, as the
-        original), or an int: each text_a cut into doc-stride windows, one
-        record each (`classifier_data.convert_example_windows`); training
-        counts its epochs in windows, and evaluation and prediction are per
-        document (`task.per_document`; `ClassifierTask.document_outputs`).
+        `records.examples["eval"]` every that many steps, keeps the best
+        checkpoint (`output_dir/best/`), which evaluation and prediction then
+        use, and may stop early.
+      do_eval: whether to evaluate after training (`records.examples["eval"]`
+        may be there for `dev_eval` alone).
 
     Returns:
-      dict with the eval results (key "eval") and the predictions ("predict")
-      for what ran.
+      dict with the eval results (key "eval") and the predictions ("predict",
+      `records.outputs`) for what ran.
     """
-    is_regression = task.is_regression
-    # Multi-label: multi-hot label_ids [num_labels] of 0 and 1 (see classifier_data).
-    multi_label = getattr(task, "multi_label", False)
+    splits = records.examples
     # A failure before training, evaluation or prediction produce anything
     # removes the records this run wrote (and output_dir, if it made it). The
     # lock (the chief's) keeps a second run off output_dir while this one lives.
@@ -250,84 +417,64 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
         strategy = scale_out.create_strategy()
         trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
         inputs.enabled = trainer.is_chief
-
-        spec = classifier_data.name_to_features(
-            max_seq_length, is_regression, num_labels=len(label_list) if multi_label else None,
-            windows=doc_stride is not None)
-        limits = record_limits(task, max_seq_length, num_labels=(
-            None if is_regression or multi_label else len(label_list)))
-        if multi_label:
-            limits["label_ids"] = (2, None)  # multi-hot: 0 or 1
+        records.begin(trainer, inputs, output_dir)
+        spec = records.spec()
+        limits = records.limits(task)
+        finite = {}
         results = {}
 
-        def finite_input(name, split_examples, batch_size, title):
-            """Writes `name` and returns a FiniteInput over it, logged as the original logs."""
-            path = inputs.add(os.path.join(output_dir, name))
-            num_records = write_records(split_examples, path)
-            data = input_pipeline.finite_records_input(path, spec, num_records, batch_size,
-                                                       limits=limits)
-            records = "%d (%d actual, %d padding)" % (
-                num_records + data.num_padding_examples, num_records, data.num_padding_examples)
-            if doc_stride is None:
-                log_run(title, num_examples=records, batch_size=batch_size)
-            else:
-                log_run(title, num_examples=len(split_examples), num_windows=records,
-                        batch_size=batch_size)
-            return data
+        def finite_input(split, batch_size, title):
+            """`<split>.tf_record` written once, and a FiniteInput over it, logged as the original logs."""
+            if split not in finite:
+                path = inputs.add(os.path.join(output_dir, "%s.tf_record" % split))
+                num_records = records.write(split, path)
+                data = input_pipeline.finite_records_input(path, spec, num_records, batch_size,
+                                                           limits=limits)
+                log_run(title, **dict(records.log_fields(split, num_records,
+                                                         data.num_padding_examples),
+                                      batch_size=batch_size))
+                finite[split] = data
+            return finite[split]
 
-        def write_records(split_examples, path):
-            """The records of `split_examples` (windows, with doc_stride); how many."""
-            return classifier_data.file_based_convert_examples_to_features(
-                split_examples, label_list, max_seq_length, tokenizer, path,
-                is_regression=is_regression, multi_label=multi_label, doc_stride=doc_stride)
+        def predict(split, data):
+            return records.outputs(split, trainer.predict(data, init_checkpoint=init_checkpoint))
 
-        eval_data = None
         keeper = None
-        if "train" in examples:
+        if "train" in splits:
             if dev_eval.enabled:
                 # The dev set, evaluated while training (and after it, with do_eval).
-                eval_data = finite_input("eval.tf_record", examples["eval"], eval_batch_size,
-                                         "Running evaluation")
+                eval_data = finite_input("eval", eval_batch_size, "Running evaluation")
                 keeper = best_checkpoint(trainer, dev_eval,
                                          lambda step: trainer.evaluate(eval_data, eval_batch_size))
-            train_examples = examples["train"]
             train_file = inputs.add(os.path.join(output_dir, "train.tf_record"))
-            num_train_records = write_records(train_examples, train_file)
+            num_train_records = records.write("train", train_file)
             num_train_steps, num_warmup_steps = train_schedule(
                 num_train_records, train_batch_size, num_train_epochs, warmup_proportion)
-            if doc_stride is None:
-                log_run("Running training", num_examples=len(train_examples),
-                        batch_size=train_batch_size, num_steps=num_train_steps)
-            else:
-                log_run("Running training", num_examples=len(train_examples),
-                        num_windows=num_train_records, batch_size=train_batch_size,
-                        num_steps=num_train_steps)
+            log_run("Running training", **dict(records.log_fields("train", num_train_records),
+                                               batch_size=train_batch_size,
+                                               num_steps=num_train_steps))
             train_on_records(trainer, train_file, spec, limits, train_batch_size,
                              num_train_steps, learning_rate, num_warmup_steps,
                              save_checkpoints_steps, iterations_per_loop, scale_out,
                              init_checkpoint=init_checkpoint, keeper=keeper)
         use_best_checkpoint(trainer, dev_eval, keeper)
 
-        if do_eval and "eval" in examples:
-            if eval_data is None:
-                eval_data = finite_input("eval.tf_record", examples["eval"], eval_batch_size,
-                                         "Running evaluation")
+        if do_eval and "eval" in splits:
+            eval_data = finite_input("eval", eval_batch_size, "Running evaluation")
             eval_results = trainer.evaluate(eval_data, eval_batch_size,
                                             init_checkpoint=init_checkpoint)
+            outputs = predict("eval", eval_data) if records.predicts_eval else None
             if trainer.is_chief:
                 output_dir_lib.write_eval_results(eval_results,
                                                   os.path.join(output_dir, "eval_results.txt"))
+                if outputs is not None:
+                    records.write_outputs("eval", outputs, output_dir)
             results["eval"] = eval_results
 
-        if "predict" in examples:
-            data = finite_input("predict.tf_record", examples["predict"], predict_batch_size,
-                                "Running prediction")
-            predictions = trainer.predict(data, init_checkpoint=init_checkpoint)
-            if doc_stride is not None:
-                predictions = task.document_outputs(predictions)
+        if "predict" in splits:
+            outputs = predict("predict", finite_input("predict", predict_batch_size,
+                                                      "Running prediction"))
             if trainer.is_chief:
-                path = os.path.join(output_dir, "test_results.tsv")
-                count = write_test_results(path, predictions, is_regression)
-                logs.result("Wrote %d predictions to %s", count, path)
-            results["predict"] = predictions
+                records.write_outputs("predict", outputs, output_dir)
+            results["predict"] = outputs
         return results

@@ -13,13 +13,9 @@ checks is `finetuning.train_evaluate_predict_classifier`, which
 `run_classifier_with_tfhub` shares.
 """
 
-from bert_tf import fileio
-from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.data import classifier_processors
-from bert_tf.data import text_windows
 from bert_tf.errors import UserError
-from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
 from bert_tf.tasks.classifier import ClassifierTask
 from bert_tf.tasks.classifier import check_threshold
@@ -62,20 +58,12 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
     Raises:
       UserError: one line naming the flag, file or variable at fault.
     """
-    # A release's name (uncased_L-12_H-768_A-12) is its file in the cache.
-    bert_config_file = releases.resolve_file(bert_config_file, "bert_config_file")
-    vocab_file = releases.resolve_file(vocab_file, "vocab_file")
-    init_checkpoint = releases.resolve_file(init_checkpoint, "init_checkpoint")
-    tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
-    if not do_train and not do_eval and not do_predict:
-        raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
-    dev_eval.check()
-    fileio.check_writable(output_dir, "output_dir")
-    bert_config = BertConfig.from_json_file(bert_config_file)
-    scale_out.configure_model(bert_config)  # --gradient_checkpointing
-    bert_config.check_max_seq_length(max_seq_length, bert_config_file)
-    text_windows.check_doc_stride(doc_stride, max_seq_length)
-    tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
+    bert_config_file, vocab_file, init_checkpoint = finetuning.check_run_flags(
+        bert_config_file, vocab_file, init_checkpoint, do_lower_case, do_train, do_eval,
+        do_predict)
+    bert_config = finetuning.read_bert_config(bert_config_file, vocab_file, output_dir,
+                                              max_seq_length, scale_out, dev_eval,
+                                              doc_stride=doc_stride)
     processor = classifier_processors.get_processor(task_name)
     is_regression = processor.is_regression
     if getattr(processor, "multi_label", False) and not multi_label:

@@ -17,23 +17,14 @@ produce anything leaves `output_dir` as it found it (`fileio.InputFiles`).
 
 import os
 
-from bert_tf import fileio
-from bert_tf import locks
-from bert_tf import logs
-from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.data import classifier_data
-from bert_tf.data import input_pipeline
 from bert_tf.data import multiple_choice_data
 from bert_tf.errors import UserError
-from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
 from bert_tf.tasks.multiple_choice import MultipleChoiceTask
-from bert_tf.training import distribute
-from bert_tf.training import output_dir as output_dir_lib
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
-from bert_tf.training.trainer import Trainer
 
 # The files each split's examples come from, for the errors that name them.
 _SPLITS = {"train": "train", "eval": "dev", "predict": "test"}
@@ -63,18 +54,11 @@ def run_multiple_choice(data_dir, bert_config_file, vocab_file, output_dir, init
     Raises:
       UserError: one line naming the flag, file (and line) or variable at fault.
     """
-    bert_config_file = releases.resolve_file(bert_config_file, "bert_config_file")
-    vocab_file = releases.resolve_file(vocab_file, "vocab_file")
-    init_checkpoint = releases.resolve_file(init_checkpoint, "init_checkpoint")
-    tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
-    if not do_train and not do_eval and not do_predict:
-        raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
-    dev_eval.check()
-    fileio.check_writable(output_dir, "output_dir")
-    bert_config = BertConfig.from_json_file(bert_config_file)
-    scale_out.configure_model(bert_config)  # --gradient_checkpointing
-    bert_config.check_max_seq_length(max_seq_length, bert_config_file)
-    tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
+    bert_config_file, vocab_file, init_checkpoint = finetuning.check_run_flags(
+        bert_config_file, vocab_file, init_checkpoint, do_lower_case, do_train, do_eval,
+        do_predict)
+    bert_config = finetuning.read_bert_config(bert_config_file, vocab_file, output_dir,
+                                              max_seq_length, scale_out, dev_eval)
     # The head is the classifier's with one label: output_weights [1, hidden_size].
     finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint,
                                       head="classifier", num_labels=1)
@@ -85,73 +69,36 @@ def run_multiple_choice(data_dir, bert_config_file, vocab_file, output_dir, init
         dev_eval=dev_eval.enabled)
     num_choices = _num_choices(examples, data_dir)
     task = MultipleChoiceTask(bert_config, num_choices)
+    return finetuning.train_evaluate_predict(
+        task, _MultipleChoiceRecords(examples, tokenizer, max_seq_length, task, num_choices),
+        output_dir, "run_multiple_choice", train_batch_size, eval_batch_size,
+        predict_batch_size, learning_rate, num_train_epochs, warmup_proportion,
+        save_checkpoints_steps, iterations_per_loop, scale_out,
+        init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval)
 
-    with fileio.InputFiles(output_dir) as inputs, locks.OutputLock(
-            output_dir, "run_multiple_choice",
-            enabled=distribute.will_be_chief(scale_out.strategy_name())):
-        # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
-        strategy = scale_out.create_strategy()
-        trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
-        inputs.enabled = trainer.is_chief
-        spec = classifier_data.name_to_features(num_choices * max_seq_length)
-        limits = finetuning.record_limits(task, max_seq_length, num_labels=num_choices)
 
-        def write_records(name, split):
-            path = inputs.add(os.path.join(output_dir, name))
-            multiple_choice_data.file_based_convert_examples_to_features(
-                examples[split], max_seq_length, tokenizer, path, num_choices)
-            return path
+class _MultipleChoiceRecords(finetuning.ClassifierRecords):
+    """Every choice's classifier features, one after the other (`multiple_choice_data`)."""
 
-        def finite_input(name, split, batch_size, title):
-            """Writes `name` and returns a FiniteInput over it, logged as run_classifier logs."""
-            data = input_pipeline.finite_records_input(
-                write_records(name, split), spec, len(examples[split]), batch_size,
-                limits=limits)
-            finetuning.log_run(title, num_examples="%d (%d actual, %d padding)" % (
-                len(examples[split]) + data.num_padding_examples, len(examples[split]),
-                data.num_padding_examples), batch_size=batch_size)
-            return data
+    def __init__(self, examples, tokenizer, max_seq_length, task, num_choices):
+        super().__init__(examples, tokenizer, None, max_seq_length, task)
+        self.num_choices = num_choices
 
-        results = {}
-        eval_data = None
-        keeper = None
-        if do_train:
-            if dev_eval.enabled:
-                eval_data = finite_input("eval.tf_record", "eval", eval_batch_size,
-                                         "Running evaluation")
-                keeper = finetuning.best_checkpoint(
-                    trainer, dev_eval, lambda step: trainer.evaluate(eval_data, eval_batch_size))
-            num_train_steps, num_warmup_steps = finetuning.train_schedule(
-                len(examples["train"]), train_batch_size, num_train_epochs, warmup_proportion)
-            train_file = write_records("train.tf_record", "train")
-            finetuning.log_run("Running training", num_examples=len(examples["train"]),
-                               num_choices=num_choices, batch_size=train_batch_size,
-                               num_steps=num_train_steps)
-            finetuning.train_on_records(trainer, train_file, spec, limits, train_batch_size,
-                                        num_train_steps, learning_rate, num_warmup_steps,
-                                        save_checkpoints_steps, iterations_per_loop, scale_out,
-                                        init_checkpoint=init_checkpoint, keeper=keeper)
-        finetuning.use_best_checkpoint(trainer, dev_eval, keeper)
+    def spec(self):
+        return classifier_data.name_to_features(self.num_choices * self.max_seq_length)
 
-        if do_eval:
-            if eval_data is None:
-                eval_data = finite_input("eval.tf_record", "eval", eval_batch_size,
-                                         "Running evaluation")
-            results["eval"] = trainer.evaluate(eval_data, eval_batch_size,
-                                               init_checkpoint=init_checkpoint)
-            if trainer.is_chief:
-                output_dir_lib.write_eval_results(results["eval"],
-                                                  os.path.join(output_dir, "eval_results.txt"))
+    def limits(self, task):
+        return finetuning.record_limits(task, self.max_seq_length, num_labels=self.num_choices)
 
-        if do_predict:
-            data = finite_input("predict.tf_record", "predict", predict_batch_size,
-                                "Running prediction")
-            results["predict"] = trainer.predict(data, init_checkpoint=init_checkpoint)
-            if trainer.is_chief:
-                path = os.path.join(output_dir, "test_results.tsv")
-                count = finetuning.write_test_results(path, results["predict"])
-                logs.result("Wrote %d predictions to %s", count, path)
-        return results
+    def write(self, split, path):
+        return multiple_choice_data.file_based_convert_examples_to_features(
+            self.examples[split], self.max_seq_length, self.tokenizer, path, self.num_choices)
+
+    def log_fields(self, split, num_records, num_padding=None):
+        fields = super().log_fields(split, num_records, num_padding)
+        if split == "train":
+            fields["num_choices"] = self.num_choices
+        return fields
 
 
 def _num_choices(examples, data_dir):

@@ -17,21 +17,14 @@ leaves `output_dir` as it found it (`fileio.InputFiles`).
 import os
 
 from bert_tf import fileio
-from bert_tf import locks
 from bert_tf import logs
-from bert_tf import releases
 from bert_tf import tokenization
-from bert_tf.data import input_pipeline
 from bert_tf.data import ner_data
 from bert_tf.errors import UserError
-from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
 from bert_tf.tasks.token_classification import TokenClassificationTask
-from bert_tf.training import distribute
-from bert_tf.training import output_dir as output_dir_lib
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
-from bert_tf.training.trainer import Trainer
 
 
 def _label_list(output_dir, init_checkpoint, train_sentences, train_file):
@@ -83,24 +76,16 @@ def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=
     Raises:
       UserError: one line naming the flag, file (and line) or variable at fault.
     """
-    # A release's name (uncased_L-12_H-768_A-12) is its file in the cache.
-    bert_config_file = releases.resolve_file(bert_config_file, "bert_config_file")
-    vocab_file = releases.resolve_file(vocab_file, "vocab_file")
-    init_checkpoint = releases.resolve_file(init_checkpoint, "init_checkpoint")
-    tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
-    if not do_train and not do_eval and not do_predict:
-        raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+    bert_config_file, vocab_file, init_checkpoint = finetuning.check_run_flags(
+        bert_config_file, vocab_file, init_checkpoint, do_lower_case, do_train, do_eval,
+        do_predict)
     if doc_stride < 1:
         raise UserError("--doc_stride must be positive, got %d" % doc_stride)
     if max_seq_length < 3:
         raise UserError("--max_seq_length=%d is too short for [CLS] a word [SEP]"
                         % max_seq_length)
-    dev_eval.check()
-    fileio.check_writable(output_dir, "output_dir")
-    bert_config = BertConfig.from_json_file(bert_config_file)
-    scale_out.configure_model(bert_config)  # --gradient_checkpointing
-    bert_config.check_max_seq_length(max_seq_length, bert_config_file)
-    tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
+    bert_config = finetuning.read_bert_config(bert_config_file, vocab_file, output_dir,
+                                              max_seq_length, scale_out, dev_eval)
 
     # Read every input before any TensorFlow op, so a bad file fails fast.
     paths = {split: os.path.join(data_dir or "", name) for split, name in ner_data.FILES.items()}
@@ -120,88 +105,69 @@ def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=
     finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint,
                                       head="classifier", num_labels=len(label_list))
     tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
+    # The course's splits: "eval" is dev.txt, "predict" test.txt.
+    sentences = {_SPLITS.get(split, split): split_sentences
+                 for split, split_sentences in sentences.items()}
     features = {split: ner_data.convert_sentences(split_sentences, label_list, tokenizer,
                                                   max_seq_length, doc_stride)
                 for split, split_sentences in sentences.items()}
+    task = TokenClassificationTask(bert_config, len(label_list), labels=label_list)
+    return finetuning.train_evaluate_predict(
+        task, _NerRecords(sentences, features, label_list, max_seq_length, do_train),
+        output_dir, "run_ner", train_batch_size, eval_batch_size, predict_batch_size,
+        learning_rate, num_train_epochs, warmup_proportion, save_checkpoints_steps,
+        iterations_per_loop, scale_out, init_checkpoint=init_checkpoint, dev_eval=dev_eval,
+        do_eval=do_eval)
 
-    # A failure before training, evaluation or prediction produce anything
-    # removes the files this run wrote (and output_dir, if it made it). The
-    # lock (the chief's) keeps a second run off output_dir while this one lives.
-    with fileio.InputFiles(output_dir) as inputs, locks.OutputLock(
-            output_dir, "run_ner", enabled=distribute.will_be_chief(scale_out.strategy_name())):
-        # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
-        strategy = scale_out.create_strategy()
-        task = TokenClassificationTask(bert_config, len(label_list), labels=label_list)
-        trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
-        inputs.enabled = trainer.is_chief
+
+# The course's name of each CoNLL split, and the file of each one's predicted labels.
+_SPLITS = {"dev": "eval", "test": "predict"}
+_PREDICTIONS_FILES = {"eval": "eval_predictions.txt", "predict": "test_predictions.txt"}
+
+
+class _NerRecords(finetuning.Records):
+    """The windows of the sentences (`ner_data`), `labels.txt` and the predicted labels.
+
+    `examples`: the sentences of each split, `features` their windows.
+    """
+
+    predicts_eval = True  # eval_predictions.txt
+
+    def __init__(self, sentences, features, label_list, max_seq_length, do_train):
+        super().__init__(sentences)
+        self.features = features
+        self.label_list = label_list
+        self.max_seq_length = max_seq_length
+        self.do_train = do_train
+
+    def begin(self, trainer, inputs, output_dir):
         labels_file = os.path.join(output_dir, ner_data.LABELS_FILE)
-        if do_train and trainer.is_chief and not fileio.exists(labels_file):
-            ner_data.write_labels(inputs.add(labels_file), label_list)
+        if self.do_train and trainer.is_chief and not fileio.exists(labels_file):
+            ner_data.write_labels(inputs.add(labels_file), self.label_list)
 
-        spec = ner_data.name_to_features(max_seq_length)
-        limits = finetuning.record_limits(task, max_seq_length, num_labels=len(label_list))
+    def spec(self):
+        return ner_data.name_to_features(self.max_seq_length)
+
+    def limits(self, task):
+        limits = finetuning.record_limits(task, self.max_seq_length,
+                                          num_labels=len(self.label_list))
         limits["label_mask"] = (2, None)
-        data = {}
+        return limits
 
-        def finite_input(split, name, batch_size, title):
-            """`name` written once, and a FiniteInput over it, logged as the original logs."""
-            if split not in data:
-                path = inputs.add(os.path.join(output_dir, name))
-                ner_data.write_features(features[split], path)
-                data[split] = input_pipeline.finite_records_input(
-                    path, spec, len(features[split]), batch_size, limits=limits)
-                finetuning.log_run(title, num_sentences=len(sentences[split]),
-                                   num_windows=len(features[split]), batch_size=batch_size)
-            return data[split]
+    def write(self, split, path):
+        ner_data.write_features(self.features[split], path)
+        return len(self.features[split])
 
-        def word_labels(split, batch_size, title):
-            """The predicted label of every word of `split`, per sentence."""
-            outputs = trainer.predict(finite_input(split, "%s.tf_record" % (
-                "eval" if split == "dev" else "predict"), batch_size, title),
-                init_checkpoint=init_checkpoint)
-            ids = ner_data.word_predictions(features[split], outputs["predictions"],
-                                            len(sentences[split]))
-            return [[label_list[i] for i in sentence] for sentence in ids]
+    def log_fields(self, split, num_records, num_padding=None):
+        return {"num_sentences": len(self.examples[split]), "num_windows": num_records}
 
-        keeper = None
-        if do_train:
-            if dev_eval.enabled:
-                eval_data = finite_input("dev", "eval.tf_record", eval_batch_size,
-                                         "Running evaluation")
-                keeper = finetuning.best_checkpoint(
-                    trainer, dev_eval, lambda step: trainer.evaluate(eval_data, eval_batch_size))
-            num_train_steps, num_warmup_steps = finetuning.train_schedule(
-                len(features["train"]), train_batch_size, num_train_epochs, warmup_proportion)
-            train_file = inputs.add(os.path.join(output_dir, "train.tf_record"))
-            ner_data.write_features(features["train"], train_file)
-            finetuning.log_run("Running training", num_sentences=len(sentences["train"]),
-                               num_windows=len(features["train"]), batch_size=train_batch_size,
-                               num_steps=num_train_steps)
-            finetuning.train_on_records(trainer, train_file, spec, limits, train_batch_size,
-                                        num_train_steps, learning_rate, num_warmup_steps,
-                                        save_checkpoints_steps, iterations_per_loop, scale_out,
-                                        init_checkpoint=init_checkpoint, keeper=keeper)
-        finetuning.use_best_checkpoint(trainer, dev_eval, keeper)
+    def outputs(self, split, predictions):
+        """The predicted label of every word of `split`, per sentence."""
+        ids = ner_data.word_predictions(self.features[split], predictions["predictions"],
+                                        len(self.examples[split]))
+        return [[self.label_list[i] for i in sentence] for sentence in ids]
 
-        results = {}
-        if do_eval:
-            eval_results = trainer.evaluate(
-                finite_input("dev", "eval.tf_record", eval_batch_size, "Running evaluation"),
-                eval_batch_size, init_checkpoint=init_checkpoint)
-            predicted = word_labels("dev", eval_batch_size, "Running evaluation")
-            if trainer.is_chief:
-                output_dir_lib.write_eval_results(eval_results,
-                                                  os.path.join(output_dir, "eval_results.txt"))
-                path = os.path.join(output_dir, "eval_predictions.txt")
-                fileio.write_text(path, ner_data.format_predictions(sentences["dev"], predicted))
-                logs.result("Wrote the labels of %d sentences to %s", len(predicted), path)
-            results["eval"] = eval_results
-
-        if do_predict:
-            predicted = word_labels("test", predict_batch_size, "Running prediction")
-            if trainer.is_chief:
-                path = os.path.join(output_dir, "test_predictions.txt")
-                fileio.write_text(path, ner_data.format_predictions(sentences["test"], predicted))
-                logs.result("Wrote the labels of %d sentences to %s", len(predicted), path)
-            results["predict"] = predicted
-        return results
+    def write_outputs(self, split, outputs, output_dir):
+        path = os.path.join(output_dir, _PREDICTIONS_FILES[split])
+        fileio.write_text(path, ner_data.format_predictions(self.examples[split], outputs))
+        logs.result("Wrote the labels of %d sentences to %s", len(outputs), path)

@@ -129,6 +129,22 @@ class Task(abc.ABC):
         """
 
 
+class WeightedAccuracyTask(Task):
+    """A `Task` whose `eval_step` sums `weight`, `loss_sum` and `correct` over real examples.
+
+    Its eval results are `eval_loss` and `eval_accuracy` (weighted means) and
+    `loss` (the mean batch loss), as the original classifier's.
+    """
+
+    def eval_batch_loss(self, batch_sums):
+        return batch_sums["loss_sum"] / tf.maximum(batch_sums["weight"], 1.0)
+
+    def eval_results(self, sums, num_batches):
+        return {"eval_loss": safe_div(sums["loss_sum"], sums["weight"]),
+                "eval_accuracy": safe_div(sums["correct"], sums["weight"]),
+                "loss": safe_div(sums["batch_loss_sum"], num_batches)}
+
+
 def real_example_weights(features):
     """float32 [batch_size]: `is_real_example` (1 real, 0 padding), or ones if absent.
 

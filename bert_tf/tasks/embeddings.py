@@ -43,7 +43,7 @@ from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
-from bert_tf.tasks.base import Task
+from bert_tf.tasks.base import WeightedAccuracyTask
 from bert_tf.tasks.base import num_examples
 from bert_tf.tasks.base import real_example_weights
 from bert_tf.tasks.base import safe_div
@@ -458,7 +458,7 @@ def _as_texts(texts):
     return out
 
 
-class EmbeddingsTask(Task):
+class EmbeddingsTask(WeightedAccuracyTask):
     """In-batch negatives on `(anchor, positive)` pairs (new; see the module docstring).
 
     Training: `loss = sum(per_example_loss) / examples` over the global
@@ -514,14 +514,6 @@ class EmbeddingsTask(Task):
         return {"weight": tf.reduce_sum(weights),
                 "loss_sum": tf.reduce_sum(weights * per_example_loss),
                 "correct": tf.reduce_sum(weights * correct)}
-
-    def eval_batch_loss(self, batch_sums):
-        return batch_sums["loss_sum"] / tf.maximum(batch_sums["weight"], 1.0)
-
-    def eval_results(self, sums, num_batches):
-        return {"eval_loss": safe_div(sums["loss_sum"], sums["weight"]),
-                "eval_accuracy": safe_div(sums["correct"], sums["weight"]),
-                "loss": safe_div(sums["batch_loss_sum"], num_batches)}
 
     def predict_step(self, model, features):
         return dict(model(features, training=False))

@@ -30,7 +30,7 @@ from bert_tf.errors import UserError
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
 from bert_tf.modeling.heads import ClassifierHead
-from bert_tf.tasks.base import Task
+from bert_tf.tasks.base import WeightedAccuracyTask
 from bert_tf.tasks.base import real_example_weights
 from bert_tf.tasks.base import safe_div
 from bert_tf.tasks.task_model import TaskModel
@@ -289,7 +289,7 @@ def sentence_rows(outputs):
     return sentences
 
 
-class TokenClassificationTask(Task):
+class TokenClassificationTask(WeightedAccuracyTask):
     """Token classification with a label mask (new; the BERT paper's CoNLL-2003 NER).
 
     Training: the mean over the global batch's labelled positions of the
@@ -352,14 +352,6 @@ class TokenClassificationTask(Task):
                 "loss_sum": tf.reduce_sum(weights * per_token_loss),
                 "correct": tf.reduce_sum(
                     weights * tf.cast(tf.equal(predictions, label_ids), tf.float32))}
-
-    def eval_batch_loss(self, batch_sums):
-        return batch_sums["loss_sum"] / tf.maximum(batch_sums["weight"], 1.0)
-
-    def eval_results(self, sums, num_batches):
-        return {"eval_loss": safe_div(sums["loss_sum"], sums["weight"]),
-                "eval_accuracy": safe_div(sums["correct"], sums["weight"]),
-                "loss": safe_div(sums["batch_loss_sum"], num_batches)}
 
     def eval_results_from_predictions(self, outputs):
         """conlleval's `precision`, `recall`, `f1` over the sentences of the rows."""

@@ -160,12 +160,18 @@ DATA_DIR = string("data_dir", None,
                   "for the task.")
 TASK_NAME = string("task_name", None, "The name of the task to train.")
 
+# What a fine-tuning tool does (train, eval, predict) and how: the flags that
+# follow --max_seq_length (and run_ner's --doc_stride) in run_classifier,
+# run_classifier_with_tfhub, run_ner and run_multiple_choice.
+FINETUNING = ((DO_TRAIN, DO_EVAL, DO_PREDICT, TRAIN_BATCH_SIZE, EVAL_BATCH_SIZE,
+               PREDICT_BATCH_SIZE) + FINETUNING_SCHEDULE + SCALE_OUT + DEV_EVAL)
 # Both classifier tools' flags beyond their model's (run_classifier: MODEL;
 # run_classifier_with_tfhub: --bert_hub_module_handle).
-CLASSIFIER = ((DATA_DIR, TASK_NAME, OUTPUT_DIR, MAX_SEQ_LENGTH, DO_TRAIN, DO_EVAL, DO_PREDICT,
-               TRAIN_BATCH_SIZE, EVAL_BATCH_SIZE, PREDICT_BATCH_SIZE) + FINETUNING_SCHEDULE
-              + SCALE_OUT + DEV_EVAL)
+CLASSIFIER = (DATA_DIR, TASK_NAME, OUTPUT_DIR, MAX_SEQ_LENGTH) + FINETUNING
 CLASSIFIER_REQUIRED = ("data_dir", "task_name", "output_dir")
+# The required flags of the fine-tuning tools on a pre-trained BERT without a
+# --task_name (run_ner, run_multiple_choice).
+FINETUNING_REQUIRED = ("vocab_file", "bert_config_file", "data_dir", "output_dir")
 # New (run_classifier): multi-label classification.
 MULTI_LABEL = (
     boolean("multi_label", False,

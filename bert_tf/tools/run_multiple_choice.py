@@ -46,8 +46,7 @@ def function():
     return run_multiple_choice
 
 
-TOOL = cli.Tool(__name__, function, FLAGS,
-                required=("vocab_file", "bert_config_file", "data_dir", "output_dir"))
+TOOL = cli.Tool(__name__, function, FLAGS, required=groups.FINETUNING_REQUIRED)
 
 
 def main(argv=None):

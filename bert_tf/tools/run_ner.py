@@ -32,7 +32,7 @@ import sys
 from bert_tf.tools import cli
 from bert_tf.tools import flag_groups as groups
 
-FLAGS = (groups.MODEL + (
+FLAGS = groups.MODEL + (
     groups.with_help(groups.DATA_DIR,
                      "The input data dir: train.txt, dev.txt and test.txt in CoNLL-2003's "
                      "layout (the word first, its label last, a blank line between "
@@ -43,9 +43,7 @@ FLAGS = (groups.MODEL + (
         "A sentence longer than max_seq_length - 2 WordPiece tokens is cut into windows "
         "that start every this many tokens; each word takes its label from the window "
         "where it has the most context."), 64),
-    groups.DO_TRAIN, groups.DO_EVAL, groups.DO_PREDICT, groups.TRAIN_BATCH_SIZE,
-    groups.EVAL_BATCH_SIZE, groups.PREDICT_BATCH_SIZE)
-    + groups.FINETUNING_SCHEDULE + groups.SCALE_OUT + groups.DEV_EVAL)
+) + groups.FINETUNING
 
 
 def function():
@@ -54,8 +52,7 @@ def function():
     return run_ner
 
 
-TOOL = cli.Tool(__name__, function, FLAGS,
-                required=("vocab_file", "bert_config_file", "data_dir", "output_dir"))
+TOOL = cli.Tool(__name__, function, FLAGS, required=groups.FINETUNING_REQUIRED)
 
 
 def main(argv=None):
