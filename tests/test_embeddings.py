@@ -163,6 +163,7 @@ def test_similarity_is_the_cosine_of_the_embeddings(loaded):
     assert embeddings.cosine_similarity([3.0, 4.0], [6.0, 8.0]) == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_the_embedder_saves_and_loads_back_with_its_settings(loaded, tmp_path):
     _, model, _ = loaded["max"]
     out = model.save_pretrained(str(tmp_path / "saved"))
@@ -259,6 +260,7 @@ def test_fit_without_pairs_is_one_line(release):
 # bert-run-embeddings
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_tool_fine_tunes_on_pairs_and_from_pretrained_reads_back_the_embedder(
         release, tmp_path, loaded):
     """bert-run-embeddings --do_train --do_encode in this process: Keras fit on a dataset of
@@ -382,6 +384,7 @@ json.dump(result, open(out, "w"))
 '''
 
 
+@pytest.mark.slow
 def test_the_export_serves_encodes_vectors_to_a_plain_tensorflow_process(
         release, loaded, tmp_path):
     import json

@@ -198,6 +198,7 @@ def assert_same_state(ours, theirs, atol, prefix=""):
 @pytest.mark.parametrize("kind", ["classifier", "pretrainer",
                                   pytest.param("regression", marks=pytest.mark.slow),
                                   pytest.param("squad", marks=pytest.mark.slow)])
+@pytest.mark.slow
 def test_fit_makes_the_trainers_steps(tmp_path, kind):
     config = one_layer_config()
     init = init_checkpoint(kind, config, tmp_path / "init" / "bert_model.ckpt")

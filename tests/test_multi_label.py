@@ -97,6 +97,7 @@ def synthetic_task(num_examples, seed):
     return features, labels
 
 
+@pytest.mark.slow
 def test_a_tiny_model_learns_which_key_words_are_there():
     tf.keras.utils.set_random_seed(1)
     config = one_layer_config(initializer_range=0.2)
@@ -189,6 +190,7 @@ def _flags(files, output_dir, **overrides):
     return ["--%s=%s" % (k, v) for k, v in values.items() if v is not None]
 
 
+@pytest.mark.slow
 def test_run_classifier_multi_label_writes_its_files(files):
     output_dir = files["tmp"] / "out"
     toolrun.run_tool("run_classifier", _flags(files, output_dir))

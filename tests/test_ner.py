@@ -184,6 +184,7 @@ def test_split_words_gives_the_basic_tokenizers_words_with_offsets():
 # ------------------------------------------------------------------ the tool
 
 
+@pytest.mark.slow
 def test_run_ner_learns_the_entities_and_writes_its_files(files, trained):
     output_dir = trained["output_dir"]
     with open(output_dir / "eval_results.txt") as f:
@@ -241,6 +242,7 @@ def test_run_ner_learns_the_entities_and_writes_its_files(files, trained):
     assert model_names == set(expected)
 
 
+@pytest.mark.slow
 def test_keras_evaluate_and_predict_words_agree_with_the_tool(files, trained):
     output_dir = trained["output_dir"]
     model = _model(files, output_dir)

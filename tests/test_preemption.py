@@ -268,6 +268,7 @@ def test_train_installs_handlers_only_while_it_runs(tmp_path):
     assert seen and seen[0] is not mine  # the trainer's own, while it trained
 
 
+@pytest.mark.slow
 def test_sigterm_after_a_resume_writes_the_newer_checkpoint(tmp_path, monkeypatch):
     # An output_dir that already holds model.ckpt-2: the notice's checkpoint must
     # still be written, at the step reached, and be the one a rerun resumes from.

@@ -207,6 +207,7 @@ def test_a_tools_stderr_is_bert_tfs_progress_without_tensorflows_lines(model_dir
     assert "*** Example ***" not in proc.stderr  # the original's dumps: --verbosity=1
 
 
+@pytest.mark.slow
 def test_verbosity_minus_1_prints_the_result_alone(model_dir):
     proc = _extract_features(model_dir, "--layers=-1", "--verbosity=-1")
     assert proc.returncode == 0, proc.stderr[-3000:]
