@@ -5,8 +5,14 @@
                rebuilt in float32 (or bf16 / fp16) for inference; the classifier
                and encoder serving modules and their signatures;
                export_dir/<version>/ written atomically.
+  serving_module
+               ModelServingModule, what each served model's tf.Module starts
+               with (the variables, the tokenizer, the settings as variables).
   squad        SquadServingModule: run_squad's features, windows and answers in
                core TensorFlow ops.
+  fill_mask    FillMaskServingModule: the best tokens for each [MASK].
+  ner          NerServingModule: a label per word and the entities with their
+               character offsets.
   hub          the TF Hub pair: preprocessor and encoder SavedModels.
 """
 

@@ -25,17 +25,12 @@ past the cut not answered (`BertFillMask.fill_mask` refuses both).
 
 import tensorflow as tf
 
+from bert_tf.export import serving_module
+
 MASK = "[MASK]"
 
 
-class _Untracked(object):
-    """Keeps the Keras model out of the SavedModel's object graph (its variables go in)."""
-
-    def __init__(self, model):
-        self.model = model
-
-
-class FillMaskServingModule(tf.Module):
+class FillMaskServingModule(serving_module.ModelServingModule):
     """A `BertPretrainer`'s masked-LM head served from raw text.
 
     Args:
@@ -52,27 +47,14 @@ class FillMaskServingModule(tf.Module):
 
     def __init__(self, model, tokenizer, vocab_tokens, max_seq_length, top_k,
                  name="fill_mask_serving"):
-        super().__init__(name=name)
-        self._keras = _Untracked(model)
-        # The tf.Variables behind the Keras variables: the SavedModel's variables/.
-        self.model_variables = [v.value for v in model.weights]
-        self.tokenizer = tokenizer
-        self.do_lower_case = tf.Variable(bool(tokenizer.do_lower_case), trainable=False,
-                                         name="do_lower_case")
-        self.max_seq_length = tf.Variable(int(max_seq_length), trainable=False,
-                                          name="max_seq_length")
+        super().__init__(model, tokenizer, max_seq_length, name=name)
         self._vocab_tokens = list(vocab_tokens)
         self._mask_id = self._vocab_tokens.index(MASK)
-        self._seq_length = int(max_seq_length)
         self._top_k = min(int(top_k), len(self._vocab_tokens))
         self.top_k = tf.Variable(self._top_k, trainable=False, name="top_k")
         self.serving_default = tf.function(
             self._serving_default,
             input_signature=[tf.TensorSpec([None], tf.string, name="text")], autograph=False)
-
-    @property
-    def model(self):
-        return self._keras.model
 
     def features(self, text):
         """`[CLS] tokens [SEP]` of each text, each "[MASK]" the [MASK] id: int32 [B, S] each."""

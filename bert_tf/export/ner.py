@@ -27,18 +27,12 @@ import tensorflow as tf
 from bert_tf.data import conlleval
 from bert_tf.data import ner_data
 from bert_tf.data import squad_windows
+from bert_tf.export import serving_module
 
 # conlleval's tags, as codes: "O", "B", "I", "E", "S", ".", anything else.
 _TAG_CODES = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4, ".": 5}
 _OTHER_TAG = 6
 _O, _B, _I, _E, _S, _DOT = 0, 1, 2, 3, 4, 5
-
-
-class _Untracked(object):
-    """Keeps the Keras model out of the SavedModel's object graph (its variables go in)."""
-
-    def __init__(self, model):
-        self.model = model
 
 
 def _isin(x, codes):
@@ -56,7 +50,7 @@ def chunk_flags(tag, chunk_type, prev_tag, prev_type):
     return start, end
 
 
-class NerServingModule(tf.Module):
+class NerServingModule(serving_module.ModelServingModule):
     """A `BertTokenClassifier` served from raw text: a label per word, the entities.
 
     Args:
@@ -69,18 +63,9 @@ class NerServingModule(tf.Module):
 
     def __init__(self, model, tokenizer, vocab_tokens, labels, max_seq_length, doc_stride,
                  name="ner_serving"):
-        super().__init__(name=name)
-        self._keras = _Untracked(model)
-        # The tf.Variables behind the Keras variables: the SavedModel's variables/.
-        self.model_variables = [v.value for v in model.weights]
-        self.tokenizer = tokenizer
-        self.do_lower_case = tf.Variable(bool(tokenizer.do_lower_case), trainable=False,
-                                         name="do_lower_case")
-        self.max_seq_length = tf.Variable(int(max_seq_length), trainable=False,
-                                          name="max_seq_length")
+        super().__init__(model, tokenizer, max_seq_length, name=name)
         self.doc_stride = tf.Variable(int(doc_stride), trainable=False, name="doc_stride")
         self.labels = tf.Variable(list(labels), trainable=False, name="labels")
-        self._seq_length = int(max_seq_length)
         self._doc_stride = int(doc_stride)
         vocab = {token: i for i, token in enumerate(vocab_tokens)}
         self._cls_id, self._sep_id, self._unk_id = (vocab["[CLS]"], vocab["[SEP]"],
@@ -98,10 +83,6 @@ class NerServingModule(tf.Module):
         self.serving_default = tf.function(
             self._serve, input_signature=[tf.TensorSpec([None], tf.string, name="text")],
             autograph=False)
-
-    @property
-    def model(self):
-        return self._keras.model
 
     def _words(self, text):
         """The words of each text: (text index [W], char start, char end, byte start, byte end)."""

@@ -99,6 +99,7 @@ from bert_tf.data import ner_data
 from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.export import hub
+from bert_tf.export import serving_module
 from bert_tf.export.fill_mask import FillMaskServingModule
 from bert_tf.export.ner import NerServingModule
 from bert_tf.export.squad import SquadServingModule
@@ -241,13 +242,6 @@ def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision
 # ---------------------------------------------------------------------------
 
 
-class _Untracked(object):
-    """Keeps the Keras model out of the SavedModel's object graph (its variables go in)."""
-
-    def __init__(self, model):
-        self.model = model
-
-
 def _text_specs(pair):
     specs = [tf.TensorSpec([None], tf.string, name="text_a")]
     if pair:
@@ -260,7 +254,7 @@ def _feature_specs(max_seq_length):
             for name in ("input_ids", "input_mask", "segment_ids")]
 
 
-class _ServingModule(tf.Module):
+class _ServingModule(serving_module.ModelServingModule):
     """A model's variables, the GraphTokenizer and the signatures' tf.functions.
 
     The text signatures tokenize and pack (one trace of the tokenizer, shared)
@@ -276,17 +270,8 @@ class _ServingModule(tf.Module):
     """
 
     def __init__(self, model, tokenizer, max_seq_length, vocab_file, name=None):
-        super().__init__(name=name)
-        self._keras = _Untracked(model)
-        # The tf.Variables behind the Keras variables: the SavedModel's variables/.
-        self.model_variables = [v.value for v in model.weights]
-        self.tokenizer = tokenizer
-        self.max_seq_length = tf.Variable(int(max_seq_length), trainable=False,
-                                          name="max_seq_length")
-        self.do_lower_case = tf.Variable(bool(tokenizer.do_lower_case), trainable=False,
-                                         name="do_lower_case")
+        super().__init__(model, tokenizer, max_seq_length, name=name)
         self.vocab_file = tf.saved_model.Asset(vocab_file)
-        self._seq_length = int(max_seq_length)
         # autograph=False: no Python control flow on tensors here.
         self.serve_features = tf.function(
             self._serve_features, input_signature=_feature_specs(self._seq_length),
@@ -295,10 +280,6 @@ class _ServingModule(tf.Module):
                                       autograph=False)
         self.serve_text_a = tf.function(self._serve_text_a, input_signature=_text_specs(False),
                                         autograph=False)
-
-    @property
-    def model(self):
-        return self._keras.model
 
     def features(self, text_a, text_b):
         """The `run_classifier` features of raw text: int32 [batch, max_seq_length] each."""
@@ -496,7 +477,7 @@ class EmbeddingsServingModule(_ServingModule):
         }
 
 
-class MultipleChoiceServingModule(tf.Module):
+class MultipleChoiceServingModule(serving_module.ModelServingModule):
     """A `BertMultipleChoice` served from raw text or features (`bert_tf.tasks.multiple_choice`).
 
     The text signature packs choice i as the pair (context, start + " " +
@@ -514,16 +495,8 @@ class MultipleChoiceServingModule(tf.Module):
 
     def __init__(self, model, tokenizer, max_seq_length, vocab_file,
                  name="multiple_choice_serving"):
-        super().__init__(name=name)
-        self._keras = _Untracked(model)
-        self.model_variables = [v.value for v in model.weights]
-        self.tokenizer = tokenizer
-        self.max_seq_length = tf.Variable(int(max_seq_length), trainable=False,
-                                          name="max_seq_length")
-        self.do_lower_case = tf.Variable(bool(tokenizer.do_lower_case), trainable=False,
-                                         name="do_lower_case")
+        super().__init__(model, tokenizer, max_seq_length, name=name)
         self.vocab_file = tf.saved_model.Asset(vocab_file)
-        self._seq_length = int(max_seq_length)
         self.serve_features = tf.function(
             self._serve_features, autograph=False, input_signature=[
                 tf.TensorSpec([None, None, self._seq_length], tf.int32, name=key)
@@ -535,7 +508,7 @@ class MultipleChoiceServingModule(tf.Module):
                 tf.TensorSpec([None, None], tf.string, name="endings")])
 
     def _serve_features(self, input_ids, input_mask, segment_ids):
-        logits = self._keras.model({"input_ids": input_ids, "input_mask": input_mask,
+        logits = self.model({"input_ids": input_ids, "input_mask": input_mask,
                                     "segment_ids": segment_ids}, training=False)["logits"]
         logits = tf.cast(logits, tf.float32)  # [B, C]
         return {"probabilities": tf.nn.softmax(logits, axis=-1),  # [B, C]

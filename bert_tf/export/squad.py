@@ -76,6 +76,7 @@ import tensorflow as tf
 from bert_tf import tokenization
 from bert_tf.data import squad_windows
 from bert_tf.errors import UserError
+from bert_tf.export import serving_module
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 
 # read_squad_examples' `_is_whitespace`.
@@ -100,13 +101,6 @@ def _is_doc_whitespace(cps):
     for c in _DOC_WHITESPACE:
         result |= tf.equal(cps, c)
     return result
-
-
-class _Untracked(object):
-    """A plain holder (not trackable), so tf.Module does not track `value`."""
-
-    def __init__(self, value):
-        self.value = value
 
 
 class SquadServingModule(tf.Module):
@@ -150,7 +144,7 @@ class SquadServingModule(tf.Module):
         # trace the Keras model's own `_default_save_signature` (with float
         # inputs, which fails). Its variables are tracked instead, as Keras's
         # ExportArchive does.
-        self._model_holder = _Untracked(model)
+        self._model_holder = serving_module.Untracked(model)
         self.model_variables = list(getattr(model, "variables", []))
         self.tokenizer = tokenizer
         self.do_lower_case = tokenizer.do_lower_case
