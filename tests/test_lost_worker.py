@@ -141,11 +141,11 @@ def test_other_errors_and_single_processes_are_no_lost_worker():
 
 # ----------------------------------------------------------------- two real workers
 
-# Seconds from the kill to the survivor's exit that a user may rely on: a killed
-# worker's connection breaks at once; a hung one is noticed after the heartbeat timeout.
-LOST_BOUND = lost_worker.HEARTBEAT_TIMEOUT + 20
 # A live worker of a loaded test machine can miss TensorFlow's 10 s beat: --heartbeat_timeout.
 HEARTBEAT_TIMEOUT = 30
+# Seconds from the kill to the survivor's exit that a user may rely on: a killed
+# worker's connection breaks at once, or the heartbeat timeout notices it.
+LOST_BOUND = HEARTBEAT_TIMEOUT + 20
 NUM_TRAIN_STEPS = 40
 LINE = re.compile(r"^error: lost worker 1 \(127\.0\.0\.1:(\d+)\) of the multi_worker_mirrored "
                   r"job at step (\d+): .+; rerun every worker to resume from (.+)$")
