@@ -200,7 +200,8 @@ def _ours_child(args, rest):
 
 # ------------------------------------------------------------------ driver
 
-def _read_eval_results(path):
+def read_eval_results(path):
+    """{key: float} of an eval_results.txt (`key = value` lines)."""
     results = {}
     with open(path) as f:
         for line in f:
@@ -342,7 +343,7 @@ def run_ours(args, prep, seed):
     log_file = os.path.join(args.work_dir, "logs", "ours_seed%d.log" % seed)
     seconds = _run([sys.executable, os.path.abspath(__file__), "--role=ours", "--seed=%d" % seed]
                    + flags, log_file)
-    results = _read_eval_results(os.path.join(out, "eval_results.txt"))
+    results = read_eval_results(os.path.join(out, "eval_results.txt"))
     results["seconds"] = seconds
     results["train_losses"] = _train_losses(log_file)
     results["checkpoint"] = _latest_checkpoint(out)

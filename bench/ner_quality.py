@@ -46,6 +46,7 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402  (bench/, beside this script)
+from finetune_quality import read_eval_results  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1, REPO_ROOT)
@@ -161,15 +162,6 @@ def score(gold, predicted):
     return {"ours": ours, "seqeval": {k: float(v) for k, v in theirs.items()},
             "max_abs_diff": max(abs(ours[k] - theirs[k]) for k in ours),
             "entities": entity_counts(gold, predicted), "sentences": len(gold)}
-
-
-def read_eval_results(path):
-    results = {}
-    with open(path) as f:
-        for line in f:
-            key, _, value = line.partition(" = ")
-            results[key.strip()] = float(value)
-    return results
 
 
 def training_speed(log_file):
