@@ -127,6 +127,8 @@ NER = "ner"
 FORMATS = ("saved_model", "tfhub")
 # The feature rows' length when --max_seq_length is not given (an embedder: its own).
 DEFAULT_MAX_SEQ_LENGTH = 128
+# SQuAD's and NER's window stride when --doc_stride is not given (run_squad's default).
+DEFAULT_DOC_STRIDE = 128
 VOCAB_ASSET = "vocab.txt"
 
 
@@ -707,6 +709,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
                         % max_seq_length)
     if kind == CLASSIFIER:
         text_windows.check_doc_stride(doc_stride, max_seq_length)
+    elif doc_stride is None:
+        doc_stride = DEFAULT_DOC_STRIDE
     check_checkpoint(prefix, config, kind, num_labels, bert_config_file, task_name)
     final_dir = version_dir(export_dir, int(time.time()) if version is None else version)
     phases.done("inputs checked (task %s, checkpoint %s)", task_name, prefix)
@@ -745,8 +749,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
             signatures = module.signatures()
         elif kind == NER:
             module = NerServingModule(model, tokenizer, list(tokenization.load_vocab(vocab_file)),
-                                      labels, max_seq_length,
-                                      128 if doc_stride is None else doc_stride)
+                                      labels, max_seq_length, doc_stride)
             signatures = module.signatures()
         elif kind == EMBEDDINGS:
             module = EmbeddingsServingModule(model, tokenizer, max_seq_length, vocab_file,
@@ -758,7 +761,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         else:
             module = SquadServingModule(
                 model, tokenizer, max_seq_length=max_seq_length,
-                doc_stride=128 if doc_stride is None else doc_stride,
+                doc_stride=doc_stride,
                 max_query_length=max_query_length, n_best_size=n_best_size,
                 max_answer_length=max_answer_length)
             # A tf.function with an input_signature, or a concrete function.
