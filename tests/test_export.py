@@ -317,6 +317,17 @@ def setup(tmp_path_factory):
         {"id": "encoder_features", "export": encoder, "signature": "serve_features",
          "inputs": {k: _ints(v[:4]) for k, v in record_features.items()}},
     ]
+    # Rows shorter than max_seq_length (cut after the longest text), and longer ones.
+    rows = _short_rows(record_features)
+    short = _longest_text(np.asarray(record_features["input_mask"])[rows])
+    for path, name in ((classifier, "features"), (encoder, "encoder_features")):
+        plan.append({"id": name + "_short", "export": path, "signature": "serve_features",
+                     "inputs": {k: _ints(np.asarray(v)[rows, :short])
+                                for k, v in record_features.items()}})
+        plan.append({"id": name + "_too_long", "export": path, "signature": "serve_features",
+                     "expect_error": True,
+                     "inputs": {k: _ints(np.pad(np.asarray(v)[:4], [[0, 0], [0, 1]]))
+                                for k, v in record_features.items()}})
     for i, (a, b) in enumerate(pairs):
         plan.append({"id": "one_%d" % i, "export": classifier, "signature": "serving_default",
                      "inputs": {"text_a": _strings([a]), "text_b": _strings([b])}})
@@ -324,6 +335,18 @@ def setup(tmp_path_factory):
     return dict(files=files, exports=exports, results=results, test_results=test_results,
                 pairs=pairs, records=records, record_features=record_features,
                 bf16_prefix=bf16_prefix)
+
+
+def _short_rows(record_features):
+    """Up to four rows whose texts leave padding."""
+    lengths = np.asarray(record_features["input_mask"]).sum(axis=1)
+    return list(np.nonzero(lengths < SEQ_LENGTH - 4)[0][:4])
+
+
+def _longest_text(input_mask):
+    """The number of positions up to the last attended one of any row."""
+    attended = np.nonzero(np.asarray(input_mask).any(axis=0))[0]
+    return int(attended[-1]) + 1
 
 
 def _probabilities(result):
@@ -418,7 +441,8 @@ def test_module_attributes_and_assets(setup):
 def test_signature_names_dtypes_and_shapes(setup):
     path = setup["exports"]["classifier"]
     specs = setup["results"]["attributes:" + path]["signature_specs"]
-    text, features = ["string", [None]], ["int32", [None, SEQ_LENGTH]]
+    # Feature rows of any length up to max_seq_length (a longer one is refused: below).
+    text, features = ["string", [None]], ["int32", [None, None]]
     assert {key: spec["inputs"] for key, spec in specs.items()} == {
         "serving_default": {"text_a": text, "text_b": text},
         "serve_text_a": {"text_a": text},
@@ -433,10 +457,14 @@ def test_signature_names_dtypes_and_shapes(setup):
     hidden, layers = config.hidden_size, config.num_hidden_layers
     specs = setup["results"]["attributes:" + setup["exports"]["encoder"]]["signature_specs"]
     assert sorted(specs) == ["serve_features", "serve_text_a", "serving_default"]
+    # serve_features answers rows of the length given.
     encoder_outputs = {"pooled_output": ["float32", [None, hidden]],
-                       "sequence_output": ["float32", [None, SEQ_LENGTH, hidden]],
-                       "encoder_outputs": ["float32", [None, layers, SEQ_LENGTH, hidden]]}
+                       "sequence_output": ["float32", [None, None, hidden]],
+                       "encoder_outputs": ["float32", [None, layers, None, hidden]]}
     assert specs["serve_features"]["outputs"] == encoder_outputs
+    # Text is packed to max_seq_length.
+    encoder_outputs["sequence_output"] = ["float32", [None, SEQ_LENGTH, hidden]]
+    encoder_outputs["encoder_outputs"] = ["float32", [None, layers, SEQ_LENGTH, hidden]]
     encoder_outputs["input_mask"] = ["int32", [None, SEQ_LENGTH]]
     assert specs["serving_default"]["outputs"] == encoder_outputs
     assert specs["serve_text_a"]["outputs"] == encoder_outputs
@@ -455,11 +483,14 @@ def test_encoder_outputs_equal_bert_model(setup):
     checkpoint.load_checkpoint(model, files["init_prefix"])  # strict; cls/* unused
 
     def expected(features):
+        # The model's outputs on the whole rows; the export's are 0 at padding positions.
         out = model(features["input_ids"], input_mask=features["input_mask"],
                     token_type_ids=features["segment_ids"], training=False)
+        kept = np.asarray(features["input_mask"], np.float32)  # [B, S]
         return {"pooled_output": out["pooled_output"].numpy(),
-                "sequence_output": out["sequence_output"].numpy(),
-                "encoder_outputs": np.stack([x.numpy() for x in out["all_encoder_layers"]], 1)}
+                "sequence_output": out["sequence_output"].numpy() * kept[:, :, None],
+                "encoder_outputs": np.stack([x.numpy() for x in out["all_encoder_layers"]], 1)
+                                   * kept[:, None, :, None]}
 
     config = files["config"]
     for key, case_pairs in {"encoder": pairs[:6] + EXTRA_TEXTS}.items():
@@ -484,6 +515,32 @@ def test_encoder_outputs_equal_bert_model(setup):
     assert set(attributes["signatures"]) == {"serving_default", "serve_text_a",
                                              "serve_features"}
     assert attributes["labels"] is None
+
+
+def test_feature_rows_of_any_length_up_to_max_seq_length(setup):
+    """serve_features takes rows as long as the batch's longest text (no padding to send),
+    answers them as the padded rows, and refuses rows longer than max_seq_length."""
+    results, features = setup["results"], setup["record_features"]
+    rows = _short_rows(features)
+    short = _longest_text(np.asarray(features["input_mask"])[rows])
+    assert len(rows) >= 2 and short < SEQ_LENGTH
+    np.testing.assert_allclose(_probabilities(results["features_short"]),
+                               _probabilities(results["features"])[rows], atol=MODEL_ATOL)
+    assert results["features_short"]["label"] == [results["features"]["label"][i] for i in rows]
+    # The encoder on the same rows, whole: the text signature's rows are the records'.
+    encoder = setup["results"]["encoder_features_short"]
+    whole = BertModel(setup["files"]["config"])
+    checkpoint.load_checkpoint(whole, setup["files"]["init_prefix"])
+    out = whole(np.asarray(features["input_ids"])[rows],
+                input_mask=np.asarray(features["input_mask"])[rows],
+                token_type_ids=np.asarray(features["segment_ids"])[rows], training=False)
+    kept = np.asarray(features["input_mask"])[rows][:, :short, None]
+    np.testing.assert_allclose(encoder["pooled_output"], out["pooled_output"], atol=MODEL_ATOL)
+    np.testing.assert_allclose(encoder["sequence_output"],
+                               out["sequence_output"].numpy()[:, :short] * kept, atol=MODEL_ATOL)
+    for name in ("features_too_long", "encoder_features_too_long"):
+        assert "feature rows longer than max_seq_length (%d)" % SEQ_LENGTH in str(
+            results[name]["error"]), name
 
 
 # ---------------------------------------------------------------------------
@@ -620,8 +677,10 @@ def test_mixed_precision_bf16_export_computes_in_bf16(setup, tmp_path):
     features = {k: v[:4] for k, v in record_features.items()}
     out = model(features["input_ids"], input_mask=features["input_mask"],
                 token_type_ids=features["segment_ids"], training=False)
+    kept = {"pooled_output": 1.0,  # the export's sequence_output is 0 at padding positions
+            "sequence_output": np.asarray(features["input_mask"], np.float32)[:, :, None]}
     for name in ("pooled_output", "sequence_output"):
-        diff = float(np.abs(np.array(results["encoder"][name]) - out[name].numpy()).max())
+        diff = float(np.abs(np.array(results["encoder"][name]) - out[name].numpy() * kept[name]).max())
         assert 100 * MODEL_ATOL < diff <= BF16_HIDDEN_ATOL, (name, diff)
     print("bf16 export vs float32: probabilities %.4f (max abs difference)"
           % np.abs(_probabilities(results["features"]) - expected).max())

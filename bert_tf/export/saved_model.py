@@ -251,8 +251,9 @@ def _text_specs(pair):
     return specs
 
 
-def _feature_specs(max_seq_length):
-    return [tf.TensorSpec([None, max_seq_length], tf.int32, name=name)
+def _feature_specs(rank=2):
+    # Any row length up to max_seq_length (`serving_module.checked_features`).
+    return [tf.TensorSpec([None] * rank, tf.int32, name=name)
             for name in ("input_ids", "input_mask", "segment_ids")]
 
 
@@ -276,8 +277,7 @@ class _ServingModule(serving_module.ModelServingModule):
         self.vocab_file = tf.saved_model.Asset(vocab_file)
         # autograph=False: no Python control flow on tensors here.
         self.serve_features = tf.function(
-            self._serve_features, input_signature=_feature_specs(self._seq_length),
-            autograph=False)
+            self._serve_features, input_signature=_feature_specs(), autograph=False)
         self.serving_default = tf.function(self._serving_default, input_signature=_text_specs(True),
                                       autograph=False)
         self.serve_text_a = tf.function(self._serve_text_a, input_signature=_text_specs(False),
@@ -292,8 +292,8 @@ class _ServingModule(serving_module.ModelServingModule):
             return self.tokenizer(text_a, text_b, max_seq_length=self._seq_length)
 
     def _serve_features(self, input_ids, input_mask, segment_ids):
-        return self.outputs({"input_ids": input_ids, "input_mask": input_mask,
-                             "segment_ids": segment_ids})
+        features = self.checked_features(input_ids, input_mask, segment_ids)
+        return self.outputs(serving_module.trim_padding(features))
 
     def _serving_default(self, text_a, text_b):
         features = self.features(text_a, text_b)
@@ -395,7 +395,7 @@ class ClassifierServingModule(_ServingModule):
         features = text_windows.window_features(
             self.tokenizer.tokenize(text_a), self._seq_length, self._doc_stride,
             self.tokenizer.cls_id, self.tokenizer.sep_id)
-        return self.outputs(features)
+        return self.outputs(serving_module.trim_padding(features))
 
     def _serve_examples(self, examples):
         # run_classifier's record schema; label_ids and is_real_example are not read.
@@ -417,15 +417,29 @@ class EncoderServingModule(_ServingModule):
     """A `BertModel` served from raw text or features.
 
     Returns: `pooled_output` float32 [batch_size, hidden_size],
-    `sequence_output` [batch_size, max_seq_length, hidden_size],
-    `encoder_outputs` [batch_size, num_hidden_layers, max_seq_length,
-    hidden_size] (every layer's output; the last is sequence_output); the
-    text signatures also return `input_mask` int32 [batch_size,
-    max_seq_length] (which positions hold tokens).
+    `sequence_output` [batch_size, seq_length, hidden_size],
+    `encoder_outputs` [batch_size, num_hidden_layers, seq_length,
+    hidden_size] (every layer's output; the last is sequence_output), zeros
+    at the padding positions (input_mask 0); the text signatures also return
+    `input_mask` int32 [batch_size, max_seq_length] (which positions hold
+    tokens). seq_length is max_seq_length for text, the rows' length for
+    features.
     """
 
     def __init__(self, model, tokenizer, max_seq_length, vocab_file, name="encoder_serving"):
         super().__init__(model, tokenizer, max_seq_length, vocab_file, name=name)
+
+    def _serve_features(self, input_ids, input_mask, segment_ids):
+        outputs = super()._serve_features(input_ids, input_mask, segment_ids)
+        # The model ran on the batch's attended positions only (trim_padding):
+        # back to the rows' length, every padding position 0.
+        kept = tf.cast(input_mask != 0, tf.float32)  # [B, S]
+        cut = tf.shape(input_ids)[1] - tf.shape(outputs["sequence_output"])[1]
+        outputs["sequence_output"] = tf.pad(
+            outputs["sequence_output"], [[0, 0], [0, cut], [0, 0]]) * kept[:, :, None]
+        outputs["encoder_outputs"] = tf.pad(
+            outputs["encoder_outputs"], [[0, 0], [0, 0], [0, cut], [0, 0]]) * kept[:, None, :, None]
+        return outputs
 
     def outputs(self, features):
         out = self.model(features["input_ids"], input_mask=features["input_mask"],
@@ -500,9 +514,7 @@ class MultipleChoiceServingModule(serving_module.ModelServingModule):
         super().__init__(model, tokenizer, max_seq_length, name=name)
         self.vocab_file = tf.saved_model.Asset(vocab_file)
         self.serve_features = tf.function(
-            self._serve_features, autograph=False, input_signature=[
-                tf.TensorSpec([None, None, self._seq_length], tf.int32, name=key)
-                for key in ("input_ids", "input_mask", "segment_ids")])
+            self._serve_features, autograph=False, input_signature=_feature_specs(rank=3))
         self.serving_default = tf.function(
             self._serving_default, autograph=False, input_signature=[
                 tf.TensorSpec([None], tf.string, name="context"),
@@ -510,8 +522,9 @@ class MultipleChoiceServingModule(serving_module.ModelServingModule):
                 tf.TensorSpec([None, None], tf.string, name="endings")])
 
     def _serve_features(self, input_ids, input_mask, segment_ids):
-        logits = self.model({"input_ids": input_ids, "input_mask": input_mask,
-                                    "segment_ids": segment_ids}, training=False)["logits"]
+        features = serving_module.trim_padding(
+            self.checked_features(input_ids, input_mask, segment_ids))
+        logits = self.model(features, training=False)["logits"]
         logits = tf.cast(logits, tf.float32)  # [B, C]
         return {"probabilities": tf.nn.softmax(logits, axis=-1),  # [B, C]
                 "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}  # [B]
