@@ -77,8 +77,9 @@ and (classifier) `labels` as variables, and `vocab_file` as the asset.
 
 `squad` dispatches to `bert_tf.export.squad.SquadServingModule`, `fill_mask` to
 `bert_tf.export.fill_mask.FillMaskServingModule`, `ner` to
-`bert_tf.export.ner.NerServingModule`, and
-`format="tfhub"` to `bert_tf.export.hub.export_tfhub`.
+`bert_tf.export.ner.NerServingModule`,
+`format="tfhub"` to `bert_tf.export.hub.export_tfhub`, and `format="onnx"` (the
+`serve_features` signature as an ONNX model) to `bert_tf.export.onnx`.
 """
 
 import contextlib
@@ -99,6 +100,7 @@ from bert_tf.data import ner_data
 from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.export import hub
+from bert_tf.export import onnx as onnx_export
 from bert_tf.export import serving_module
 from bert_tf.export.fill_mask import FillMaskServingModule
 from bert_tf.export.ner import NerServingModule
@@ -124,7 +126,7 @@ EMBEDDINGS = "embeddings"
 MULTIPLE_CHOICE = "multiple_choice"
 SQUAD = "squad"
 NER = "ner"
-FORMATS = ("saved_model", "tfhub")
+FORMATS = ("saved_model", "tfhub", onnx_export.FORMAT)
 # The feature rows' length when --max_seq_length is not given (an embedder: its own).
 DEFAULT_MAX_SEQ_LENGTH = 128
 # SQuAD's and NER's window stride when --doc_stride is not given (run_squad's default).
@@ -644,8 +646,10 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         for task "embeddings" the length the embedder was saved with (its
         directory's embedding_config.json or sentence-transformers files).
       version: positive int; default: the time in seconds.
-      format: "saved_model", or "tfhub" (task "encoder": `hub.export_tfhub`
-        writes `<version>/preprocessor/` and `<version>/encoder/`).
+      format: "saved_model", "tfhub" (task "encoder": `hub.export_tfhub`
+        writes `<version>/preprocessor/` and `<version>/encoder/`), or "onnx"
+        (a classifier task, "encoder", "embeddings" or "multiple_choice":
+        `<version>/model.onnx` of serve_features, see `bert_tf.export.onnx`).
       doc_stride, max_query_length, n_best_size, max_answer_length: SQuAD's
         (doc_stride None: 128; ner's windows too). A classifier with
         `doc_stride` (new) serves long single texts: see
@@ -693,6 +697,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     if format == "tfhub" and kind != ENCODER:
         raise UserError("--format=tfhub exports the encoder: use --task_name=%s, not %s"
                         % (ENCODER, task_name))
+    if format == onnx_export.FORMAT:
+        onnx_export.check_request(kind, task_name, doc_stride, mixed_precision)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError("--top_k=%r: must be a positive integer" % (top_k,))
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
@@ -783,10 +789,20 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         phases.done("serving module built (tokenizer tables, signatures %s)",
                     ", ".join(sorted(signatures)))
         with atomic_directory(final_dir) as tmp:
-            # The save traces every signature (the model and the tokenizer in the graph).
-            save_module(module, signatures, tmp, vocab_file)
-            phases.done("signatures traced and SavedModel saved")
+            if format == onnx_export.FORMAT:
+                with tempfile.TemporaryDirectory(prefix="bert_export_onnx_") as saved:
+                    save_module(module, signatures, saved, vocab_file)
+                    phases.done("signatures traced and SavedModel saved")
+                    onnx_export.convert_saved_model(saved, tmp, task_name, phases)
+            else:
+                # The save traces every signature (the model and the tokenizer in the graph).
+                save_module(module, signatures, tmp, vocab_file)
+                phases.done("signatures traced and SavedModel saved")
         phases.done("written to %s", final_dir)
+        if format == onnx_export.FORMAT:
+            logs.result("Exported %s from %s to %s (ONNX: %s, serve_features)", task_name,
+                        prefix, final_dir, onnx_export.MODEL_FILE)
+            return final_dir
         logs.result("Exported %s from %s to %s (signatures: %s; compute: %s)", task_name, prefix,
                     final_dir, ", ".join(sorted(signatures)),
                     precision.MIXED_PRECISION[mixed_precision] or "float32")

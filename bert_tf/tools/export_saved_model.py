@@ -25,7 +25,11 @@ release), `multiple_choice` (context, start and endings -> a probability
 per choice and the chosen index; what bert-run-multiple-choice trained) and
 `ner` (bert-run-ner's checkpoint and labels.txt: text -> a label per word and
 the entities with their character offsets). `--format=tfhub` (task
-encoder) writes `<version>/preprocessor/` and `<version>/encoder/` instead.
+encoder) writes `<version>/preprocessor/` and `<version>/encoder/` instead;
+`--format=onnx` (a classifier task, encoder, embeddings, multiple_choice;
+`pip install bert_tf[onnx]`) writes `<version>/model.onnx` (the features
+signature: input_ids, input_mask, segment_ids in, the numeric outputs out),
+`vocab.txt`, `labels.txt` and `bert_tf_onnx.json` for ONNX Runtime.
 The model is rebuilt in float32 whatever precision it was trained in; the
 answers equal `run_classifier.py --do_predict`'s for the same text.
 `--mixed_precision=bf16` exports one that computes in bfloat16 instead (the
@@ -68,14 +72,19 @@ FLAGS = (
                    "The version directory's number (TF Serving serves the highest). "
                    "Default: the current time in seconds. An existing version is never "
                    "overwritten."),
-    groups.enum("format", "saved_model", ["saved_model", "tfhub"],
+    groups.enum("format", "saved_model", ["saved_model", "tfhub", "onnx"],
                 "saved_model: TF Serving signatures; tfhub: TF Hub's BERT format "
-                "(preprocessor/ and encoder/; task_name=encoder)."),
+                "(preprocessor/ and encoder/; task_name=encoder); onnx: the features "
+                "signature as model.onnx for ONNX Runtime (ids in: tokenize with "
+                "FullTokenizer), with vocab.txt, labels.txt and bert_tf_onnx.json (a "
+                "classifier task, encoder, embeddings or multiple_choice; pip install "
+                "bert_tf[onnx])."),
     groups.enum("mixed_precision", None, ["bf16", "fp16"],
                 "Export a model that computes in bfloat16 (bf16) or float16 (fp16): "
                 "the same signatures, float32 variables and float32 outputs (within "
                 "about 1e-2 of float32's probabilities). Default: float32, whatever "
-                "precision the checkpoint was trained in. Every task and --format."),
+                "precision the checkpoint was trained in. Every task; --format "
+                "saved_model and tfhub."),
     groups.with_help(groups.TOP_K, "task_name=fill_mask: the best tokens returned per [MASK]."),
     groups.enum("pooling", None, ["cls", "mean", "max"],
                 "task_name=embeddings: how a text's token vectors become one (the [CLS] "

@@ -1,0 +1,251 @@
+"""ONNX models of an export's features signature (new: `--format=onnx`).
+
+For servers that run ONNX Runtime. `export_saved_model(..., format="onnx")`
+writes the SavedModel of the task as `format="saved_model"` does, to a
+temporary directory, and `convert_saved_model` turns its `serve_features`
+signature into an ONNX model (tf2onnx, opset 17). The tokenizer stays
+outside, as in TF Hub's preprocessor / encoder split: the model takes ids,
+made by `bert_tf.tokenization.FullTokenizer` (its `encode` / `__call__`:
+the original's packing, `build_pair_features`), exactly the features
+`run_classifier.py` builds. `export_dir/<version>/` holds:
+
+  model.onnx        inputs input_ids, input_mask, segment_ids: int32
+                    [batch, max_seq_length] (multiple_choice: [batch,
+                    choices, max_seq_length]); the outputs of serve_features
+                    but its strings: a classifier's `probabilities`
+                    float32 [batch, num_labels] (sts-b: `score` [batch];
+                    multi-label: also `predictions` int32 [batch, num_labels]),
+                    the encoder's pooled_output, sequence_output and
+                    encoder_outputs, the embedder's `embeddings`,
+                    multiple_choice's `probabilities` and `predictions`.
+                    The axes the signature leaves free (the batch; the
+                    sequence where it is not fixed) are dynamic, named
+                    "batch", "choices", "sequence".
+  vocab.txt         the vocab, for FullTokenizer.
+  labels.txt        a classifier's labels, one a line, in the order of the
+                    probabilities' columns (the `label` string of the
+                    SavedModel is the argmax's line).
+  bert_tf_onnx.json what a client needs to feed the model: task,
+                    max_seq_length, do_lower_case, labels, the inputs' and
+                    outputs' names, dtypes and shapes (also in model.onnx's
+                    metadata, key "bert_tf_onnx").
+
+  import json, onnxruntime
+  from bert_tf import tokenization
+
+  meta = json.load(open("models/mrpc/1/bert_tf_onnx.json"))
+  tokenizer = tokenization.FullTokenizer("models/mrpc/1/vocab.txt", meta["do_lower_case"])
+  features = tokenizer(texts_a, texts_b, padding="max_length", truncation=True,
+                       max_length=meta["max_seq_length"], return_tensors="np")
+  session = onnxruntime.InferenceSession("models/mrpc/1/model.onnx")
+  probabilities, = session.run(["probabilities"], features)
+
+Tasks without a features signature (squad, fill_mask, ner: their graphs
+tokenize and decode text inside) are refused. tf2onnx and onnx are imported
+only here, when an ONNX export runs (`pip install bert_tf[onnx]`).
+"""
+
+import json
+import logging
+import os
+
+from bert_tf import fileio
+from bert_tf.errors import UserError
+
+FORMAT = "onnx"
+OPSET = 17
+MODEL_FILE = "model.onnx"
+VOCAB_FILE = "vocab.txt"
+LABELS_FILE = "labels.txt"
+METADATA_FILE = "bert_tf_onnx.json"
+# The kinds of `export.saved_model.task_spec` whose exports have `serve_features`.
+FEATURE_KINDS = ("classifier", "encoder", "embeddings", "multiple_choice")
+FEATURES = ("input_ids", "input_mask", "segment_ids")
+# The free axes of the inputs, by rank; the free axes of an output are named
+# after the inputs' in order (batch first, then choices, then sequence).
+_AXES = {2: ("batch", "sequence"), 3: ("batch", "choices", "sequence")}
+# The SavedModel's settings a client may need, copied to the metadata when present.
+_SETTINGS = (("pooling", "pooling"), ("normalize", "normalize"),
+             ("threshold", "multi_label_threshold"))
+
+
+def check_request(kind, task_name, doc_stride=None, mixed_precision=None):
+    """Refuses what an ONNX export cannot hold, and a missing converter, in one line each.
+
+    Raises:
+      UserError: a task without a features signature, --doc_stride (the text
+        signatures' windows), --mixed_precision, or tf2onnx / onnx not installed.
+    """
+    if kind not in FEATURE_KINDS:
+        raise UserError(
+            "--format=onnx converts the features signature (ids in), which --task_name=%s "
+            "has not: use a classifier task, encoder, embeddings or multiple_choice, or "
+            "--format=saved_model" % task_name)
+    if doc_stride is not None:
+        raise UserError("--doc_stride windows long texts in the text signatures: --format=onnx "
+                        "takes features (cut long texts into windows before feeding them)")
+    if mixed_precision:
+        raise UserError("--mixed_precision is for --format=saved_model and tfhub: --format=onnx "
+                        "exports float32 (ONNX Runtime's own tools convert it to float16)")
+    try:
+        import onnx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+        import tf2onnx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    except ImportError as e:
+        raise UserError("--format=onnx needs tf2onnx and onnx (%s): pip install bert_tf[onnx]"
+                        % e) from e
+
+
+def _dims(shape, names):
+    """A TensorShape as a JSON list: ints, and the axis names of its free axes."""
+    free = iter(names)
+    return [d if d is not None else next(free, None) for d in shape.as_list()]
+
+
+def _convert(function, input_specs):
+    """tf2onnx's `convert.from_function`, without its reshape optimizer; returns a ModelProto.
+
+    With a free sequence axis, tf2onnx 1.17's reshape optimizer rewrites
+    `reshape(dense(x), [shape(y)[0], shape(y)[1], N, H])` (the heads' split
+    after a dense layer's [B*S, D] -> [B, S, D] reshape) into a Reshape with
+    0s ("copy this dimension") that the back-to-back optimizer then merges
+    with the dense layer's reshape, so the 0s copy B*S instead of B
+    (onnx/tensorflow-onnx#2085). The other optimizers run as in
+    `from_function`; ONNX Runtime folds the shape arithmetic itself.
+    """
+    # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
+    from tf2onnx import optimizer
+    from tf2onnx import tf_loader
+    from tf2onnx import tfonnx
+    from tf2onnx.convert import tensor_names_from_structed
+
+    concrete = function.get_concrete_function(*input_specs)
+    input_names = [t.name for t in concrete.inputs if t.dtype != tf.resource]
+    output_names = [t.name for t in concrete.outputs if t.dtype != tf.resource]
+    renames = tensor_names_from_structed(concrete, input_names, output_names)
+    optimizers = optimizer._get_optimizers().copy()  # pylint: disable=protected-access
+    optimizers.pop("reshape_optimizer", None)
+    tf_logger = tf.get_logger()
+    level = tf_logger.level
+    with tf.device("/cpu:0"):
+        # Grappler's pass over the frozen graph warns that the lookup tables' initializer
+        # collection (the tokenizer's, not in this graph) cannot be serialized: no fault.
+        tf_logger.setLevel(logging.ERROR)
+        try:
+            frozen = tf_loader.from_function(concrete, input_names, output_names)
+        finally:
+            tf_logger.setLevel(level)
+        with tf.Graph().as_default() as graph:
+            tf.import_graph_def(frozen, name="")
+            # continue_on_error=False: an op without an ONNX mapping fails the export.
+            onnx_graph = tfonnx.process_tf_graph(
+                graph, opset=OPSET, input_names=input_names, output_names=output_names,
+                tensors_to_rename=renames)
+            onnx_graph = optimizer.optimize_graph(onnx_graph, optimizers=optimizers)
+            return onnx_graph.make_model("bert_tf serve_features")
+
+
+def _name_free_axes(model, input_specs, output_specs, free_names):
+    """Names the free (dynamic) axes of model's inputs and outputs as the signature has them."""
+    specs = dict(input_specs)
+    specs.update(output_specs)
+    for value in list(model.graph.input) + list(model.graph.output):
+        dims = value.type.tensor_type.shape.dim
+        shape = specs[value.name].shape.as_list()
+        if len(dims) != len(shape):
+            raise AssertionError("%s: ONNX rank %d, signature %s" % (value.name, len(dims), shape))
+        free = iter(free_names)
+        for dim, size in zip(dims, shape):
+            if size is None:
+                name = next(free, None)
+                if name is not None:
+                    dim.dim_param = name
+            elif not dim.HasField("dim_value"):
+                dim.dim_value = size
+
+
+def convert_saved_model(saved_model_dir, output_dir, task_name, phases=None):
+    """Writes `output_dir/` model.onnx, vocab.txt, bert_tf_onnx.json (+ labels.txt).
+
+    Args:
+      saved_model_dir: a SavedModel of `export_saved_model` (a task of
+        FEATURE_KINDS: it has the `serve_features` signature).
+      output_dir: the directory to write (created).
+      task_name: the task, for the metadata and errors.
+      phases: an `item_progress.PhaseLog`, or None.
+
+    Returns:
+      dict, the metadata written to bert_tf_onnx.json.
+    """
+    # pylint: disable=import-outside-toplevel
+    import onnx
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(saved_model_dir)
+    if "serve_features" not in loaded.signatures:
+        raise UserError("--format=onnx: the export of --task_name=%s has no serve_features "
+                        "signature" % task_name)
+    serve_features = loaded.signatures["serve_features"]
+    signature_inputs = serve_features.structured_input_signature[1]
+    input_specs = [(name, tf.TensorSpec(signature_inputs[name].shape, signature_inputs[name].dtype,
+                                        name=name)) for name in FEATURES]
+    # Strings (a classifier's `label`) stay out: the numbers and labels.txt give them.
+    output_specs = [(name, spec) for name, spec in sorted(serve_features.structured_outputs.items())
+                    if spec.dtype != tf.string]
+    output_names = [name for name, _ in output_specs]
+
+    def features(input_ids, input_mask, segment_ids):
+        outputs = serve_features(input_ids=input_ids, input_mask=input_mask,
+                                 segment_ids=segment_ids)
+        return {name: outputs[name] for name in output_names}
+
+    function = tf.function(features, input_signature=[spec for _, spec in input_specs],
+                           autograph=False)
+    model = _convert(function, [spec for _, spec in input_specs])
+    rank = input_specs[0][1].shape.rank
+    free_names = [name for name, size in zip(_AXES[rank], input_specs[0][1].shape.as_list())
+                  if size is None]
+    _name_free_axes(model, input_specs, output_specs, free_names)
+    if [v.name for v in model.graph.input] != list(FEATURES) or \
+            sorted(v.name for v in model.graph.output) != output_names:
+        raise AssertionError("ONNX inputs %s, outputs %s" % (
+            [v.name for v in model.graph.input], [v.name for v in model.graph.output]))
+
+    labels = None
+    if hasattr(loaded, "labels"):
+        labels = [x.decode("utf-8") for x in loaded.labels.numpy().tolist()]
+    metadata = {
+        "task": task_name.lower(),
+        "max_seq_length": int(loaded.max_seq_length.numpy()),
+        "do_lower_case": bool(loaded.do_lower_case.numpy()),
+        "labels": labels,
+        "vocab_file": VOCAB_FILE,
+        "labels_file": LABELS_FILE if labels is not None else None,
+        "model_file": MODEL_FILE,
+        "opset": OPSET,
+        "inputs": [{"name": name, "dtype": spec.dtype.name,
+                    "shape": _dims(spec.shape, free_names)} for name, spec in input_specs],
+        "outputs": [{"name": name, "dtype": spec.dtype.name,
+                     "shape": _dims(spec.shape, free_names)} for name, spec in output_specs],
+    }
+    for attribute, key in _SETTINGS:
+        if hasattr(loaded, attribute):
+            value = getattr(loaded, attribute).numpy()
+            metadata[key] = value.decode("utf-8") if isinstance(value, bytes) else value.item()
+    text = json.dumps(metadata, indent=2, sort_keys=True) + "\n"
+    onnx.helper.set_model_props(model, {"bert_tf_onnx": json.dumps(metadata, sort_keys=True)})
+    onnx.checker.check_model(model, full_check=True)
+    if phases is not None:
+        phases.done("serve_features converted to ONNX (opset %d)", OPSET)
+
+    fileio.makedirs(output_dir)
+    with fileio.open_file(os.path.join(output_dir, MODEL_FILE), "wb") as f:
+        f.write(model.SerializeToString())
+    tf.io.gfile.copy(os.path.join(saved_model_dir, "assets", VOCAB_FILE),
+                     os.path.join(output_dir, VOCAB_FILE))
+    if labels is not None:
+        with fileio.open_file(os.path.join(output_dir, LABELS_FILE), "w") as f:
+            f.write("".join(label + "\n" for label in labels))
+    with fileio.open_file(os.path.join(output_dir, METADATA_FILE), "w") as f:
+        f.write(text)
+    return metadata

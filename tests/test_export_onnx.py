@@ -1,0 +1,312 @@
+# coding=utf-8
+"""Tests for bert_tf.export.onnx: `--format=onnx`, an export's features signature as an ONNX model.
+
+Data: tests/test_export.py's `write_task` (an MRPC-layout task of real English,
+its WordPiece vocab, a tiny BERT as a pre-training checkpoint and fine-tuned
+with a classifier head), plus a multiple-choice head on the same encoder.
+
+* Parity: ONNX Runtime's outputs (`onnxruntime.InferenceSession`) on the
+  FullTokenizer features of real text (`test_export._full_features`: what
+  run_classifier builds) equal those of the SavedModel's `serve_features`
+  (`tf.saved_model.load`) within float32 noise (ONNX_ATOL), for batches of 1
+  and 3 rows and more (the batch axis is dynamic): the classifier (fast:
+  the library's conversion of a SavedModel export), and through
+  `export_saved_model(format="onnx")` / the tool the encoder, the embedder
+  and multiple_choice; a SavedModel whose signature leaves the sequence
+  axis free gives an ONNX model that takes any length.
+* The version directory: model.onnx, vocab.txt, labels.txt (a classifier's),
+  bert_tf_onnx.json, and nothing half-written beside it.
+* Refusals, one line each, before anything is written: a task without a
+  features signature (squad, fill_mask, ner), --doc_stride,
+  --mixed_precision, and tf2onnx missing (`pip install bert_tf[onnx]`; the
+  command line exits 2). Importing the export or the tool imports none of
+  onnx, tf2onnx, onnxruntime.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.data import classifier_processors
+from bert_tf.errors import UserError
+from bert_tf.export import onnx as onnx_export
+from bert_tf.export import saved_model as export
+from bert_tf.modeling import checkpoint
+from tests.test_export import EXTRA_TEXTS
+from tests.test_export import SEQ_LENGTH
+from tests.test_export import _full_features
+from tests.test_export import write_task
+from tests.tolerances import ONNX_ATOL
+from tests.tools import toolrun
+
+ort = pytest.importorskip("onnxruntime", reason="onnxruntime (requirements-dev.txt) runs the "
+                          "ONNX models")
+pytest.importorskip("tf2onnx", reason="tf2onnx (pip install bert_tf[onnx]) converts them")
+
+NUM_CHOICES = 3
+ONNX_FILES = ["bert_tf_onnx.json", "model.onnx", "vocab.txt"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    files = write_task(tmp_path_factory.mktemp("export_onnx"))
+    examples = classifier_processors.get_processor("mrpc").get_test_examples(files["data_dir"])
+    # Pairs, and single segments: an empty text, one all truncated, non-ASCII.
+    files["pairs"] = [(e.text_a, e.text_b) for e in examples[:3]] + [
+        (a, b or None) for a, b in EXTRA_TEXTS]
+    return files
+
+
+def _features(files, pairs=None):
+    return _full_features(files, files["pairs"] if pairs is None else pairs)
+
+
+def _batches(features):
+    """Batches of 1, 3 and every row."""
+    return [{k: v[:1] for k, v in features.items()}, {k: v[1:4] for k, v in features.items()},
+            features]
+
+
+def _serve_features(saved_model_dir):
+    return tf.saved_model.load(saved_model_dir).signatures["serve_features"]
+
+
+def _parity(serve, onnx_dir, batches):
+    """{output: max abs difference} of ONNX Runtime against `serve` (a SavedModel's
+    serve_features) over `batches`."""
+    numeric = sorted(k for k, spec in serve.structured_outputs.items() if spec.dtype != tf.string)
+    session = ort.InferenceSession(os.path.join(onnx_dir, onnx_export.MODEL_FILE),
+                                   providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == list(onnx_export.FEATURES)
+    assert sorted(o.name for o in session.get_outputs()) == numeric
+    diffs = dict.fromkeys(numeric, 0.0)
+    for batch in batches:
+        want = serve(**{k: tf.constant(v) for k, v in batch.items()})
+        got = dict(zip([o.name for o in session.get_outputs()], session.run(None, batch)))
+        for name in numeric:
+            assert got[name].shape == tuple(want[name].shape), name
+            assert got[name].dtype == want[name].dtype.as_numpy_dtype, name
+            np.testing.assert_allclose(got[name], want[name].numpy(), rtol=0, atol=ONNX_ATOL,
+                                       err_msg=name)
+            diffs[name] = max(diffs[name], float(np.abs(got[name] - want[name].numpy()).max()))
+    print("ONNX Runtime vs serve_features (%s): %s" % (onnx_dir, ", ".join(
+        "%s %.2g" % item for item in sorted(diffs.items()))))
+    return diffs
+
+
+def _export(files, task, init_checkpoint, name, **kwargs):
+    return export.export_saved_model(task, files["config"], files["vocab"], True, init_checkpoint,
+                                     os.path.join(files["tmp"], "models", name), SEQ_LENGTH,
+                                     version=1, **kwargs)
+
+
+def _shapes(path):
+    """{name: [dim_value or dim_param]} of an ONNX file's inputs and outputs."""
+    import onnx
+    model = onnx.load(path)
+    return {v.name: [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]
+            for v in list(model.graph.input) + list(model.graph.output)}
+
+
+# ---------------------------------------------------------------------------
+# The classifier (fast): a SavedModel export, converted by the library
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def classifier(files):
+    saved = _export(files, "MRPC", files["finetuned"], "mrpc")
+    onnx_dir = os.path.join(files["tmp"], "models", "mrpc_onnx", "1")
+    metadata = onnx_export.convert_saved_model(saved, onnx_dir, "MRPC")
+    return {"serve": _serve_features(saved), "onnx": onnx_dir, "metadata": metadata}
+
+
+def test_classifier_probabilities_equal_the_saved_model(files, classifier):
+    features = _features(files)
+    diffs = _parity(classifier["serve"], classifier["onnx"], _batches(features))
+    assert sorted(diffs) == ["probabilities"]  # the `label` string stays out
+    # The rows are told apart far beyond the tolerance.
+    session = ort.InferenceSession(os.path.join(classifier["onnx"], onnx_export.MODEL_FILE))
+    probabilities, = session.run(["probabilities"], features)
+    assert np.diff(probabilities[:, 0]).std() > 100 * ONNX_ATOL
+
+
+def test_classifier_files_and_metadata(files, classifier):
+    path = classifier["onnx"]
+    assert sorted(os.listdir(path)) == sorted(ONNX_FILES + ["labels.txt"])
+    with open(os.path.join(path, "vocab.txt"), "rb") as f, open(files["vocab"], "rb") as g:
+        assert f.read() == g.read()
+    with open(os.path.join(path, "labels.txt"), encoding="utf-8") as f:
+        assert f.read() == "0\n1\n"
+    with open(os.path.join(path, "bert_tf_onnx.json"), encoding="utf-8") as f:
+        metadata = json.load(f)
+    assert metadata == classifier["metadata"]
+    # The signature's free axes are the ONNX model's: the batch (and the sequence if free).
+    signature = classifier["serve"]
+    length = signature.structured_input_signature[1]["input_ids"].shape[1] or "sequence"
+    features = ["batch", length]
+    assert {k: v for k, v in metadata.items() if k not in ("inputs", "outputs")} == {
+        "task": "mrpc", "max_seq_length": SEQ_LENGTH, "do_lower_case": True,
+        "labels": ["0", "1"], "labels_file": "labels.txt", "vocab_file": "vocab.txt",
+        "model_file": "model.onnx", "opset": 17}
+    assert metadata["inputs"] == [{"name": name, "dtype": "int32", "shape": features}
+                                  for name in ("input_ids", "input_mask", "segment_ids")]
+    assert metadata["outputs"] == [{"name": "probabilities", "dtype": "float32",
+                                    "shape": ["batch", 2]}]
+    assert _shapes(os.path.join(path, "model.onnx")) == {
+        "input_ids": features, "input_mask": features, "segment_ids": features,
+        "probabilities": ["batch", 2]}
+
+
+# ---------------------------------------------------------------------------
+# Refusals: one line, nothing written
+# ---------------------------------------------------------------------------
+
+
+def test_refusals_are_one_line_and_write_nothing(files, tmp_path, monkeypatch):
+    def refused(task="MRPC", init_checkpoint=None, **kwargs):
+        with pytest.raises(UserError) as error:
+            export.export_saved_model(task, files["config"], files["vocab"], True,
+                                      init_checkpoint or files["finetuned"],
+                                      str(tmp_path / "out"), SEQ_LENGTH, version=1,
+                                      format="onnx", **kwargs)
+        message = str(error.value)
+        assert "\n" not in message
+        assert not (tmp_path / "out").exists(), message
+        return message
+
+    for task in ("squad", "fill_mask", "ner"):
+        assert refused(task, files["init"]).startswith(
+            "--format=onnx converts the features signature (ids in), which --task_name=%s "
+            "has not" % task)
+    assert refused(doc_stride=16).startswith("--doc_stride windows long texts")
+    assert refused(mixed_precision="bf16").startswith(
+        "--mixed_precision is for --format=saved_model and tfhub")
+    monkeypatch.setitem(sys.modules, "tf2onnx", None)  # as if it were not installed
+    message = refused()
+    assert message.startswith("--format=onnx needs tf2onnx and onnx")
+    assert message.endswith(": pip install bert_tf[onnx]")
+
+
+@pytest.mark.slow
+def test_command_line_without_tf2onnx_exits_2_with_one_line(files, tmp_path):
+    export_dir = tmp_path / "encoder"
+    code = ("import sys; sys.modules['tf2onnx'] = None; "
+            "from bert_tf.tools.export_saved_model import main; sys.exit(main(sys.argv))")
+    rc, _, err = toolrun.run([sys.executable, "-c", code, "--task_name=encoder",
+                              "--bert_config_file=" + files["config_file"],
+                              "--vocab_file=" + files["vocab"], "--do_lower_case=true",
+                              "--init_checkpoint=" + files["init"],
+                              "--max_seq_length=%d" % SEQ_LENGTH,
+                              "--export_dir=%s" % export_dir, "--format=onnx"])
+    assert rc == 2, err[-3000:]
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: --format=onnx needs tf2onnx"), err
+    assert errors[0].endswith("pip install bert_tf[onnx]")
+    assert not export_dir.exists()
+
+
+@pytest.mark.slow
+def test_importing_the_export_imports_no_onnx_package():
+    code = ("import sys, bert_tf.export.saved_model, bert_tf.tools.export_saved_model; "
+            "print(sorted(m for m in sys.modules "
+            "if m.split('.')[0] in ('onnx', 'tf2onnx', 'onnxruntime')))")
+    rc, out, err = toolrun.run([sys.executable, "-c", code])
+    assert rc == 0, err[-3000:]
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+# ---------------------------------------------------------------------------
+# The other tasks, end to end: export_saved_model(format="onnx") and the tool
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_encoder_through_the_tool(files):
+    saved = _export(files, "encoder", files["init"], "encoder")
+    export_dir = os.path.join(files["tmp"], "models", "encoder_onnx")
+    onnx_dir, log = toolrun.run_tool("export_saved_model", [
+        "--task_name=encoder", "--bert_config_file=" + files["config_file"],
+        "--vocab_file=" + files["vocab"], "--do_lower_case=true",
+        "--init_checkpoint=" + files["init"], "--max_seq_length=%d" % SEQ_LENGTH,
+        "--export_dir=" + export_dir, "--version=3", "--format=onnx"])
+    assert onnx_dir == os.path.join(export_dir, "3")
+    assert os.listdir(export_dir) == ["3"]  # the temporary directory was renamed
+    assert sorted(os.listdir(onnx_dir)) == ONNX_FILES
+    assert "Exported encoder from %s to %s (ONNX: model.onnx" % (
+        files["init_prefix"], onnx_dir) in log
+    diffs = _parity(_serve_features(saved), onnx_dir, _batches(_features(files)))
+    assert sorted(diffs) == ["encoder_outputs", "pooled_output", "sequence_output"]
+    with open(os.path.join(onnx_dir, "bert_tf_onnx.json"), encoding="utf-8") as f:
+        metadata = json.load(f)
+    assert metadata["labels"] is None and metadata["labels_file"] is None
+    config = files["config"]
+    shapes = {o["name"]: o["shape"] for o in metadata["outputs"]}
+    assert shapes["pooled_output"] == ["batch", config.hidden_size]
+    assert shapes["encoder_outputs"][:2] == ["batch", config.num_hidden_layers]
+
+
+@pytest.mark.slow
+def test_embeddings(files):
+    saved = _export(files, "embeddings", files["init"], "embeddings")
+    onnx_dir = _export(files, "embeddings", files["init"], "embeddings_onnx", format="onnx")
+    features = _features(files, [(a, None) for a, _ in files["pairs"]])
+    assert sorted(_parity(_serve_features(saved), onnx_dir, _batches(features))) == [
+        "embeddings"]
+    with open(os.path.join(onnx_dir, "bert_tf_onnx.json"), encoding="utf-8") as f:
+        metadata = json.load(f)
+    assert (metadata["pooling"], metadata["normalize"]) == ("mean", False)
+
+
+@pytest.mark.slow
+def test_multiple_choice(files):
+    values = checkpoint.read_checkpoint(files["init_prefix"])
+    rng = np.random.RandomState(7)
+    values["output_weights"] = rng.normal(0.0, 1.0, (1, files["config"].hidden_size)).astype(
+        np.float32)
+    values["output_bias"] = np.zeros([1], np.float32)
+    prefix = os.path.join(files["tmp"], "multiple_choice", "model.ckpt-3")
+    checkpoint.write_checkpoint(prefix, values)
+    saved = _export(files, "multiple_choice", prefix, "multiple_choice")
+    onnx_dir = _export(files, "multiple_choice", prefix, "multiple_choice_onnx", format="onnx")
+    # Two questions of three choices each: [2, 3, S].
+    features = _features(files, files["pairs"])
+    features = {k: v.reshape(2, NUM_CHOICES, -1) for k, v in features.items()}
+    batches = [{k: v[:1] for k, v in features.items()}, features]
+    assert sorted(_parity(_serve_features(saved), onnx_dir, batches)) == [
+        "predictions", "probabilities"]
+    shapes = _shapes(os.path.join(onnx_dir, "model.onnx"))
+    assert shapes["probabilities"] == ["batch", "choices"]
+    assert shapes["predictions"] == ["batch"]
+    assert shapes["input_ids"][:2] == ["batch", "choices"]
+
+
+@pytest.mark.slow
+def test_a_free_sequence_axis_stays_free(files, tmp_path):
+    """A serve_features of [batch, any length] converts into a model that takes any length."""
+    model = export.load_model(export.ENCODER, files["config"], files["init_prefix"])
+    module = export.EncoderServingModule(model, export.GraphTokenizer(files["vocab"], True),
+                                         SEQ_LENGTH, files["vocab"])
+
+    def serve_features(input_ids, input_mask, segment_ids):
+        return module.outputs({"input_ids": input_ids, "input_mask": input_mask,
+                               "segment_ids": segment_ids})
+
+    module.serve_features = tf.function(serve_features, autograph=False, input_signature=[
+        tf.TensorSpec([None, None], tf.int32, name=name) for name in onnx_export.FEATURES])
+    saved = str(tmp_path / "saved")
+    export.save_module(module, {"serve_features": module.serve_features}, saved, files["vocab"])
+    onnx_dir = str(tmp_path / "onnx")
+    onnx_export.convert_saved_model(saved, onnx_dir, "encoder")
+    shapes = _shapes(os.path.join(onnx_dir, "model.onnx"))
+    assert shapes["input_ids"] == ["batch", "sequence"]
+    assert shapes["sequence_output"] == ["batch", "sequence", files["config"].hidden_size]
+    assert shapes["encoder_outputs"][2] == "sequence"
+    features = _features(files)
+    short = {k: v[:, :12] for k, v in features.items()}
+    _parity(_serve_features(saved), onnx_dir, _batches(features) + _batches(short))
