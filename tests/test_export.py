@@ -555,8 +555,15 @@ def test_bf16_run_exports_float32(setup):
     dtypes = reader.get_variable_to_dtype_map()
     model_dtypes = {dtypes[name] for name in dtypes if name.startswith("model_variables/")}
     assert model_dtypes == {tf.float32}, model_dtypes
-    num_weights = len(checkpoint.expected_tf1_variables(setup["files"]["config"])) + 2
-    assert len([n for n in dtypes if n.startswith("model_variables/")]) == num_weights
+    config = setup["files"]["config"]
+    num_weights = len(checkpoint.expected_tf1_variables(config)) + 2
+    # Each layer's query, key and value (6 variables) are saved fused, as 2
+    # (bert_tf.export.fused_encoder); nothing else is saved twice.
+    fused = [n for n in dtypes if n.startswith("fused_encoder/")]
+    assert {dtypes[n] for n in fused} == {tf.float32}
+    assert len(fused) == 2 * config.num_hidden_layers
+    assert len([n for n in dtypes if n.startswith("model_variables/")]) == (
+        num_weights - 6 * config.num_hidden_layers)
     assert setup["results"]["attributes:" + path]["variable_dtypes"] == ["float32"]
     # Float32 compute (bf16 would be off by about 1e-2), as run_classifier's float32 predict.
     np.testing.assert_allclose(_probabilities(setup["results"]["features"]),

@@ -295,7 +295,7 @@ class _ServingModule(serving_module.ModelServingModule):
 
     def _serve_features(self, input_ids, input_mask, segment_ids):
         features = self.checked_features(input_ids, input_mask, segment_ids)
-        return self.outputs(serving_module.trim_padding(features))
+        return self.outputs(self.without_padding(features))
 
     def _serving_default(self, text_a, text_b):
         features = self.features(text_a, text_b)
@@ -397,7 +397,7 @@ class ClassifierServingModule(_ServingModule):
         features = text_windows.window_features(
             self.tokenizer.tokenize(text_a), self._seq_length, self._doc_stride,
             self.tokenizer.cls_id, self.tokenizer.sep_id)
-        return self.outputs(serving_module.trim_padding(features))
+        return self.outputs(self.without_padding(features))
 
     def _serve_examples(self, examples):
         # run_classifier's record schema; label_ids and is_real_example are not read.
@@ -524,7 +524,7 @@ class MultipleChoiceServingModule(serving_module.ModelServingModule):
                 tf.TensorSpec([None, None], tf.string, name="endings")])
 
     def _serve_features(self, input_ids, input_mask, segment_ids):
-        features = serving_module.trim_padding(
+        features = self.without_padding(
             self.checked_features(input_ids, input_mask, segment_ids))
         logits = self.model(features, training=False)["logits"]
         logits = tf.cast(logits, tf.float32)  # [B, C]
@@ -786,6 +786,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
             # A tf.function with an input_signature, or a concrete function.
             signatures = {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: module.serving_default}
             module = SquadRoot(module, do_lower_case, max_seq_length, vocab_file)
+        if format == onnx_export.FORMAT:
+            module.keep_padding()  # ONNX Runtime's clients send rows of their own length
         phases.done("serving module built (tokenizer tables, signatures %s)",
                     ", ".join(sorted(signatures)))
         with atomic_directory(final_dir) as tmp:

@@ -10,6 +10,8 @@ keeps Python ints instead, holds its model with `Untracked` alone.
 
 import tensorflow as tf
 
+from bert_tf.export import fused_encoder
+
 # Trimmed feature rows are cut to a multiple of this many positions (at most their length).
 LENGTH_MULTIPLE = 16
 
@@ -21,6 +23,24 @@ class Untracked(object):
         self.value = value
 
 
+def track_model_variables(module, model, fuse=True):
+    """Tracks `model`'s variables on `module` (`model_variables`: the SavedModel's variables/).
+
+    With `fuse` (and a model `fused_encoder.fusable`), the model's encoder runs
+    its inference pass fused (`module.fused_encoder`), whose query/key/value
+    variables are saved in place of the three.
+    """
+    replaced = set()
+    bert = getattr(model, "bert", model)
+    if fuse and fused_encoder.fusable(bert):
+        module.fused_encoder = fused_encoder.FusedEncoder(bert.encoder)
+        bert.encoder.set_inference_pass(module.fused_encoder)
+        replaced = {id(v) for v in module.fused_encoder.replaced_variables()}
+    # The tf.Variables behind the Keras variables.
+    module.model_variables = [getattr(v, "value", v) for v in getattr(model, "weights", [])
+                              if id(v) not in replaced]
+
+
 class ModelServingModule(tf.Module):
     """A loaded model's variables, its `GraphTokenizer` and its settings as variables.
 
@@ -30,13 +50,15 @@ class ModelServingModule(tf.Module):
       tokenizer: `GraphTokenizer` of the model's vocab.
       max_seq_length: int, the length of every feature row.
       name: the `tf.Module` name.
+      fuse: run the encoder's inference pass fused (`bert_tf.export.fused_encoder`)
+        where the model allows it.
     """
 
-    def __init__(self, model, tokenizer, max_seq_length, name=None):
+    def __init__(self, model, tokenizer, max_seq_length, name=None, fuse=True):
         super().__init__(name=name)
         self._keras = Untracked(model)
-        # The tf.Variables behind the Keras variables: the SavedModel's variables/.
-        self.model_variables = [v.value for v in model.weights]
+        self._trim = True
+        track_model_variables(self, model, fuse)
         self.tokenizer = tokenizer
         self.max_seq_length = tf.Variable(int(max_seq_length), trainable=False,
                                           name="max_seq_length")
@@ -47,6 +69,16 @@ class ModelServingModule(tf.Module):
     @property
     def model(self):
         return self._keras.value
+
+    def without_padding(self, features):
+        """`trim_padding(features)`, unless the module keeps the padding (`keep_padding`)."""
+        return trim_padding(features) if self._trim else features
+
+    def keep_padding(self):
+        """Runs the model on whole rows, as given: for the ONNX conversion, whose
+        clients send rows of their own length (and which tf2onnx converts wrongly
+        with the cut). Call it before the signatures are traced (saved)."""
+        self._trim = False
 
     def checked_features(self, input_ids, input_mask, segment_ids):
         """The feature signatures' inputs as a dict, checked: one shape, rows of at most

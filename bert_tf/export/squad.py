@@ -145,7 +145,7 @@ class SquadServingModule(tf.Module):
         # inputs, which fails). Its variables are tracked instead, as Keras's
         # ExportArchive does.
         self._model_holder = serving_module.Untracked(model)
-        self.model_variables = list(getattr(model, "variables", []))
+        serving_module.track_model_variables(self, model)
         self.tokenizer = tokenizer
         self.do_lower_case = tokenizer.do_lower_case
         # id -> token text (pred_text is built from the token strings).

