@@ -58,6 +58,7 @@ class FillMaskServingModule(serving_module.ModelServingModule):
 
     def features(self, text):
         """`[CLS] tokens [SEP]` of each text, each "[MASK]" the [MASK] id: int32 [B, S] each."""
+        text = self.tokenizer.cut_texts(text)  # the first max_text_bytes bytes
         pieces = tf.strings.split(text, sep=MASK)  # [B, (pieces)]
         ids = self.tokenizer.tokenize(pieces.flat_values)  # [P, (tokens)]
         piece = tf.range(tf.size(pieces.flat_values, out_type=tf.int64))  # [P]

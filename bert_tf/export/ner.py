@@ -20,6 +20,17 @@ chunk rules (`bert_tf.data.conlleval`):
                       num_entities int32 [batch]
 
 Columns past a text's `num_words` / `num_entities` hold "" and -1.
+
+Words, entity texts and offsets are those of the text decoded with
+errors="replace": an invalid byte sequence is one U+FFFD, which separates
+words (as whitespace; the tokenizer deletes it), so the answer is
+`predict_entities` of `text.decode("utf-8", "replace")`, and every string
+out is valid UTF-8. Words and entity texts are encoded from their code
+points (not cut from a copy of the text per word: memory in proportion to
+the text, not to its length times its words). With the tokenizer's
+`max_text_bytes` (an export's cap) only the first that many bytes of a text
+are read (`GraphTokenizer.cut_texts`), which bounds its words, tokens and
+windows.
 """
 
 import tensorflow as tf
@@ -48,6 +59,13 @@ def chunk_flags(tag, chunk_type, prev_tag, prev_type):
     start = (_isin(tag, [_B, _S]) | (_isin(prev_tag, [_E, _S, _O]) & _isin(tag, [_E, _I]))
              | (~_isin(tag, [_O, _DOT]) & tf.not_equal(prev_type, chunk_type)))
     return start, end
+
+
+def _encode_spans(cps, rows, start, end):
+    """UTF-8 of cps[rows[i]][start[i]:end[i]] for each i: string [len(rows)]."""
+    offset = tf.gather(tf.cast(cps.row_starts(), tf.int32), rows)
+    return tf.strings.unicode_encode(
+        tf.gather(cps.flat_values, tf.ragged.range(offset + start, offset + end)), "UTF-8")
 
 
 class NerServingModule(serving_module.ModelServingModule):
@@ -85,9 +103,8 @@ class NerServingModule(serving_module.ModelServingModule):
             autograph=False)
 
     def _words(self, text):
-        """The words of each text: (text index [W], char start, char end, byte start, byte end)."""
-        cps, byte_offsets = tf.strings.unicode_decode_with_offsets(text, "UTF-8",
-                                                                   errors="replace")
+        """(code points [B, (chars)], and per word [W]: its text, char start, char end)."""
+        cps = tf.strings.unicode_decode(text, "UTF-8", errors="replace")
         flat = cps.flat_values  # [N]
         n = tf.size(flat)
         text_of_cp = tf.cast(cps.value_rowids(), tf.int32)  # [N]
@@ -104,18 +121,14 @@ class NerServingModule(serving_module.ModelServingModule):
         is_end = tf.equal(kind, 2) | (tf.equal(kind, 1) & tf.not_equal(next_kind, 1))
         starts = tf.reshape(tf.where(is_start), [-1])  # [W]
         ends = tf.reshape(tf.where(is_end), [-1])  # [W]: each word's last character
-        byte_flat = tf.cast(byte_offsets.flat_values, tf.int32)
-        text_bytes = tf.gather(tf.strings.length(text), text_of_cp)  # [N]
-        byte_after = tf.where(last, text_bytes, tf.concat([byte_flat[1:], [0]], 0))  # [N]
-        return (tf.gather(text_of_cp, starts), tf.gather(position, starts),
-                tf.gather(position, ends) + 1, tf.gather(byte_flat, starts),
-                tf.gather(byte_after, ends))
+        return (cps, tf.gather(text_of_cp, starts), tf.gather(position, starts),
+                tf.gather(position, ends) + 1)
 
     def _serve(self, text):
+        text = self.tokenizer.cut_texts(text)  # the first max_text_bytes bytes
         batch_size = tf.size(text)
-        word_text, char_start, char_end, byte_start, byte_end = self._words(text)
-        words = tf.strings.substr(tf.gather(text, word_text), byte_start,
-                                  byte_end - byte_start)  # [W]
+        cps, word_text, char_start, char_end = self._words(text)
+        words = _encode_spans(cps, word_text, char_start, char_end)  # [W]
         pieces = self.tokenizer.tokenize(words)  # [W, (pieces)]
         lengths = tf.cast(pieces.row_lengths(), tf.int32)
         # A word of no token is one [UNK] (as ner_data.word_pieces).
@@ -163,12 +176,11 @@ class NerServingModule(serving_module.ModelServingModule):
         outputs = {"words": per_text(words, ""), "labels": labels,
                    "word_start": per_text(char_start, -1), "word_end": per_text(char_end, -1),
                    "num_words": num_words}
-        outputs.update(self._entities(text, word_text, word_label, char_start, char_end,
-                                      byte_start, byte_end, batch_size))
+        outputs.update(self._entities(cps, word_text, word_label, char_start, char_end,
+                                      batch_size))
         return outputs
 
-    def _entities(self, text, word_text, word_label, char_start, char_end, byte_start, byte_end,
-                  batch_size):
+    def _entities(self, cps, word_text, word_label, char_start, char_end, batch_size):
         """conlleval's chunks of each text's word labels, as padded entity columns."""
         def per_text(values, default):  # [B, M + 1]: a final "O" column ends the last chunk
             padded = tf.RaggedTensor.from_value_rowids(values, word_text, nrows=batch_size)
@@ -192,11 +204,10 @@ class NerServingModule(serving_module.ModelServingModule):
             return tf.RaggedTensor.from_value_rowids(
                 tf.gather_nd(values, at), rows, nrows=batch_size).to_tensor(default_value=default)
 
-        texts = tf.gather(text, rows)
-        b_start = tf.gather_nd(column(byte_start, 0), first)
-        b_end = tf.gather_nd(column(byte_end, 0), last)
+        entity_start = tf.gather_nd(column(char_start, 0), first)
+        entity_end = tf.gather_nd(column(char_end, 0), last)
         entity_texts = tf.RaggedTensor.from_value_rowids(
-            tf.strings.substr(texts, b_start, b_end - b_start), rows,
+            _encode_spans(cps, rows, entity_start, entity_end), rows,
             nrows=batch_size).to_tensor(default_value="")
         return {
             "entity_types": tf.RaggedTensor.from_value_rowids(

@@ -58,9 +58,12 @@ signatures:
 
 The text signatures give exactly the features `run_classifier.py` builds
 (`FullTokenizer` + `build_pair_features`), so their probabilities are those of
-`run_classifier.py --do_predict` for the same text. The SavedModel holds no
-Keras object: it loads and answers where only `tensorflow` is installed
-(stock TF Serving). The module also keeps `do_lower_case`, `max_seq_length`
+`run_classifier.py --do_predict` for the same text of at most `max_text_bytes`
+bytes; a longer text is answered as its first `max_text_bytes` bytes
+(`graph_tokenizer.cut_texts`), which bounds each text's work and memory, and
+its windows where every token is read (doc_stride, squad, ner). The
+SavedModel holds no Keras object: it loads and answers where only
+`tensorflow` is installed (stock TF Serving). The module also keeps `do_lower_case`, `max_seq_length`
 and (classifier) `labels` as variables, and `vocab_file` as the asset.
 
   path = export_saved_model("mrpc", config, "vocab.txt", True,
@@ -117,6 +120,7 @@ from bert_tf.tasks.classifier import check_threshold
 from bert_tf.tasks.pretraining import BertPretrainer
 from bert_tf.tasks.squad import BertSquad
 from bert_tf.tasks.token_classification import BertTokenClassifier
+from bert_tf.tokenization import graph_tokenizer
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 
 CLASSIFIER = "classifier"
@@ -536,7 +540,9 @@ class MultipleChoiceServingModule(serving_module.ModelServingModule):
             [tf.size(context), tf.size(start)], [tf.shape(endings)[0]] * 2,
             message="context, start and endings must have the same batch size")
         with tf.control_dependencies([check]):
-            text_a, text_b = multiple_choice.choice_pairs(context, start, endings)
+            # Only what the tokenizer reads, before choice_pairs repeats and joins it.
+            text_a, text_b = multiple_choice.choice_pairs(
+                *(self.tokenizer.bytes_read(x) for x in (context, start, endings)))
         features = self.tokenizer(text_a, text_b, max_seq_length=self._seq_length)  # [B*C, S]
         return self.serve_features(**multiple_choice.unflatten_choices(
             features, tf.shape(endings)[1]))
@@ -624,7 +630,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
                        doc_stride=None, max_query_length=64, n_best_size=20,
                        max_answer_length=30, mixed_precision=None, top_k=5, pooling=None,
                        normalize=None, multi_label=False, multi_label_threshold=0.5,
-                       data_dir=None):
+                       data_dir=None, max_text_bytes=graph_tokenizer.DEFAULT_MAX_TEXT_BYTES):
     """Exports a checkpoint as `export_dir/<version>/` (see the module docstring).
 
     Every input is checked before anything is written: the export directory,
@@ -665,6 +671,11 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         run_classifier's --multi_label, and its decision threshold.
       data_dir: where task "multilabel" reads its labels (labels.txt, else
         train.tsv).
+      max_text_bytes: positive int, or None (no cap: trusted clients only):
+        the text signatures read each text up to this many bytes (cut back to
+        a character boundary) before tokenizing; a text within it gets
+        exactly its features, a longer one those of its first max_text_bytes
+        bytes. "tfhub": not applied (its `tokenize` returns every token).
 
     Returns:
       str, the version directory written.
@@ -701,6 +712,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         onnx_export.check_request(kind, task_name, doc_stride, mixed_precision)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError("--top_k=%r: must be a positive integer" % (top_k,))
+    max_text_bytes = graph_tokenizer.check_max_text_bytes(max_text_bytes, "--max_text_bytes")
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     tokenization.check_vocab(vocab_file, config, bert_config_file)
     prefix = checkpoint_lib.resolve_checkpoint(init_checkpoint)
@@ -750,7 +762,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         model = load_model(kind, config, prefix, num_labels, mixed_precision,
                            multi_label=multi_label)
         phases.done("checkpoint loaded into the %s model", kind)
-        tokenizer = GraphTokenizer(vocab_file, do_lower_case)
+        tokenizer = GraphTokenizer(vocab_file, do_lower_case, max_text_bytes=max_text_bytes)
         if kind == CLASSIFIER:
             module = ClassifierServingModule(model, tokenizer, labels, is_regression,
                                              max_seq_length, vocab_file,

@@ -64,6 +64,10 @@ The graph is the original's pipeline, step by step:
 Differences from write_predictions (see tests/test_export_squad.py):
   * Input is UTF-8 bytes; invalid bytes are dropped (as GraphTokenizer does,
     like `tokenization.convert_to_unicode`), also from the answer text.
+  * With the tokenizer's `max_text_bytes` (an export's cap), the question and
+    the context are each read up to that many bytes (`GraphTokenizer.cut_texts`):
+    a context has at most that many tokens, so at most
+    1 + ceil((max_text_bytes - max_tokens_for_doc) / doc_stride) windows.
   * The logits are this graph's: a model run on a different batch of windows
     can differ in the last float32 bits, which can only change the answer
     where two candidates tie to within that.
@@ -174,7 +178,9 @@ class SquadServingModule(tf.Module):
         batch = tf.size(question)
         tokenizer = self.tokenizer
 
-        # 1. Whitespace words of each context (read_squad_examples' doc_tokens).
+        # 1. Whitespace words of each context (read_squad_examples' doc_tokens),
+        # of its first max_text_bytes bytes (the question's are cut by `tokenize`).
+        context = tokenizer.cut_texts(context)
         cps = tf.strings.unicode_decode(context, "UTF-8", errors="ignore")
         flat = cps.flat_values
         char_row = tf.cast(cps.value_rowids(), tf.int32)

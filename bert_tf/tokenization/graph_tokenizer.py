@@ -94,6 +94,24 @@ tests check every code point, both casings, alone and in context):
   * The vocab must hold "[UNK]" (FullTokenizer tokenizes without it, and only
     `convert_tokens_to_ids` raises KeyError on an [UNK] token).
   * `tokenize` takes a rank-1 string Tensor.
+  * With `max_text_bytes` (a served model's cap; None, no cap, by default)
+    only the first max_text_bytes bytes of each text are tokenized (see
+    `cut_texts`).
+
+Long and hostile texts (`max_text_bytes`, `bert-export-saved-model
+--max_text_bytes`): a text longer than the cap is cut to its first
+max_text_bytes bytes, and then back to the last character boundary, before
+anything else reads it, so the work and memory of a text are bounded by the
+cap, not by what a client sends. A text of at most max_text_bytes bytes is
+tokenized as it is; a longer one exactly as its first max_text_bytes bytes
+would be (the cut takes off only a character that it splits, which
+decoding would drop as invalid anyway, so it never makes invalid UTF-8 of
+valid text). No byte count can be exact for every text that fits
+max_seq_length tokens (whitespace, control characters, invalid bytes and
+accents make arbitrarily long runs of no token), hence a cap with a
+generous default rather than a bound. Each token covers at least one byte
+(no code point maps to more non-space characters than its UTF-8 bytes), so
+a cut text has at most max_text_bytes tokens.
 """
 
 import collections
@@ -113,6 +131,11 @@ from bert_tf.tokenization import vocab as vocab_lib
 # WordpieceTokenizer's defaults.
 _UNK_TOKEN = "[UNK]"
 _MAX_INPUT_CHARS_PER_WORD = 200
+
+# The bytes of each text a served model reads (`bert-export-saved-model
+# --max_text_bytes`'s default): 128 bytes per token at max_seq_length 512,
+# where English text takes about 5 and CJK 3.
+DEFAULT_MAX_TEXT_BYTES = 65536
 
 _SPACE = 0x20
 _CAPITAL_SIGMA = 0x3A3
@@ -352,6 +375,66 @@ def _exclusive_cumsum(x):
     return tf.cumsum(x, exclusive=True)
 
 
+def check_max_text_bytes(max_text_bytes, name="max_text_bytes"):
+    """`max_text_bytes` as an int (None: no cap); `name` is what an error calls it.
+
+    Raises:
+      UserError: not None and not a positive integer.
+    """
+    if max_text_bytes is None:
+        return None
+    if (isinstance(max_text_bytes, bool) or not isinstance(max_text_bytes, (int, np.integer))
+            or max_text_bytes < 1):
+        raise UserError("%s=%r: must be a positive integer (the bytes of each text read "
+                        "before tokenizing)" % (name, max_text_bytes))
+    return int(max_text_bytes)
+
+
+def _utf8_sequence_length(lead):
+    """The bytes of the UTF-8 sequence a lead byte starts (1 for ASCII and a stray byte)."""
+    return tf.where(lead >= 0xF0, 4, tf.where(lead >= 0xE0, 3, tf.where(lead >= 0xC0, 2, 1)))
+
+
+def cut_texts(texts, max_bytes):
+    """Each text's first `max_bytes` bytes, without a character that the cut splits.
+
+    A text of at most `max_bytes` bytes is kept whole. A longer one is cut
+    after byte `max_bytes`, or before the lead byte of a UTF-8 sequence that
+    would run past that byte: a lead byte is looked for in the last 3 bytes
+    kept (a sequence is at most 4 bytes long). Decoded with
+    errors="ignore" (as `GraphTokenizer` and `full_tokenizer.convert_to_unicode`
+    decode), the result is exactly the first `max_bytes` bytes decoded: the
+    bytes taken off are a sequence that those bytes end in the middle of,
+    which decoding drops as invalid. Invalid bytes before the cut stay (and
+    are dropped as ever); valid UTF-8 stays valid.
+
+    Args:
+      texts: string Tensor of shape [batch_size].
+      max_bytes: Python int, >= 1.
+
+    Returns:
+      string Tensor of shape [batch_size].
+    """
+    length = tf.strings.length(texts)  # bytes
+    is_long = length > max_bytes
+
+    def cut():
+        long_at = tf.where(is_long)  # [L, 1]
+        width = min(3, max_bytes)
+        tail = tf.strings.substr(tf.gather_nd(texts, long_at), max_bytes - width, width)
+        tail = tf.cast(tf.io.decode_raw(tail, tf.uint8, fixed_length=width), tf.int32)  # [L, w]
+        starts = tf.not_equal(tf.bitwise.bitwise_and(tail, 0xC0), 0x80)  # not a continuation
+        last = tf.reduce_max(tf.where(starts, tf.range(width)[None, :], -1), axis=1)  # [L]
+        lead = tf.gather(tail, tf.maximum(last, 0), batch_dims=1)
+        # The sequence from the last lead byte runs past the cut: it goes too.
+        split = (last >= 0) & (last + _utf8_sequence_length(lead) > width)
+        keep = tf.where(split, max_bytes - width + last, max_bytes)
+        keep = tf.tensor_scatter_nd_update(length, long_at, keep)
+        return tf.strings.substr(texts, tf.zeros_like(keep), keep)
+
+    return tf.cond(tf.reduce_any(is_long), cut, lambda: tf.identity(texts))
+
+
 # ---------------------------------------------------------------------------
 # GraphTokenizer
 # ---------------------------------------------------------------------------
@@ -366,6 +449,9 @@ class GraphTokenizer(tf.Module):
         "[UNK]"; packing also needs "[CLS]" and "[SEP]".
       do_lower_case: as FullTokenizer's.
       name: tf.Module name.
+      max_text_bytes: None (no cap), or a positive int: only the first
+        max_text_bytes bytes of each text are tokenized (`cut_texts`); the
+        cap is also kept as the variable `max_text_bytes`.
 
     Call args (`__call__`): see `tokenize` and `pack_pair`.
     Returns (`__call__`): dict of int32 Tensors of shape [batch_size,
@@ -377,8 +463,12 @@ class GraphTokenizer(tf.Module):
                            tf.constant(["No it is not."]), max_seq_length=16)
     """
 
-    def __init__(self, vocab_file, do_lower_case=True, name=None):
+    def __init__(self, vocab_file, do_lower_case=True, name=None, max_text_bytes=None):
         super().__init__(name=name)
+        self._max_text_bytes = check_max_text_bytes(max_text_bytes)
+        if self._max_text_bytes is not None:
+            self.max_text_bytes = tf.Variable(self._max_text_bytes, trainable=False,
+                                              name="max_text_bytes")
         vocab = _load_vocab(vocab_file)
         if _UNK_TOKEN not in vocab:
             raise UserError("the vocab has no %s token, which GraphTokenizer needs"
@@ -407,6 +497,28 @@ class GraphTokenizer(tf.Module):
         """The id of "[SEP]" (None if the vocabulary has none)."""
         return self._sep_id
 
+    def cut_texts(self, texts):
+        """What `tokenize` reads of each text: `cut_texts(texts, max_text_bytes)` (or all).
+
+        For a signature that reads the text itself (words with offsets,
+        [MASK]s) before tokenizing it.
+        """
+        if self._max_text_bytes is None:
+            return texts
+        return cut_texts(texts, self._max_text_bytes)
+
+    def bytes_read(self, texts):
+        """The first max_text_bytes + 1 bytes of each text (all without a cap); any shape.
+
+        All that `cut_texts` reads of a text, also of one joined from such
+        prefixes (the first bytes of a join are the first bytes of its
+        parts): drops what no answer depends on before texts are repeated
+        and joined.
+        """
+        if self._max_text_bytes is None:
+            return texts
+        return tf.strings.substr(texts, 0, self._max_text_bytes + 1)
+
     def __call__(self, text_a, text_b=None, *, max_seq_length):
         """tokenize + pack_pair: string Tensors [batch] -> dict of [batch, max_seq_length]."""
         if text_b is None:
@@ -424,7 +536,8 @@ class GraphTokenizer(tf.Module):
 
         Args:
           texts: string Tensor of shape [batch_size], UTF-8 (invalid bytes are
-            dropped, as `full_tokenizer.convert_to_unicode` does).
+            dropped, as `full_tokenizer.convert_to_unicode` does; each text cut
+            to max_text_bytes first, see `cut_texts`).
 
         Returns:
           int32 RaggedTensor of shape [batch_size, (num_tokens)].
@@ -442,6 +555,7 @@ class GraphTokenizer(tf.Module):
         return self._tokenize_words(texts)
 
     def _tokenize_words(self, texts):
+        texts = self.cut_texts(texts)
         cps = tf.strings.unicode_decode(texts, "UTF-8", errors="ignore")  # [B, (chars)]
         flat = cps.flat_values  # [N]
         text_of_cp = tf.cast(cps.value_rowids(), tf.int32)  # [N]

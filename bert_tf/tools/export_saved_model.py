@@ -101,6 +101,12 @@ FLAGS = (
     groups.string("data_dir", None,
                   "task_name=multilabel: the data dir whose labels.txt (else train.tsv) gives "
                   "the labels, as run_classifier.py read them."),
+    groups.integer("max_text_bytes", 65536,
+                   "The text signatures read each text up to this many bytes (cut back to a "
+                   "character boundary) before tokenizing: a text within it gets exactly its "
+                   "features, a longer one those of its first max_text_bytes bytes; it bounds "
+                   "each text's time, memory and (--doc_stride, squad, ner) windows. Not "
+                   "applied to --format=tfhub."),
     # SQuAD (task_name=squad): the flags of run_squad.py; --doc_stride for ner and a
     # classifier too.
     groups.with_help(
