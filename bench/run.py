@@ -35,6 +35,7 @@ PEERS_PYTHON = os.path.join("bench", ".peers", "bin", "python")
 SCRIPTS = (
     ("forward_bench", ["--quick"], [], True),
     ("bf16_inference_bench", ["--quick"], [], False),
+    ("int8_bench", ["--quick"], [], False),
     ("pretraining_bench", ["--quick"], [], True),
     ("optimizer_bench", ["--quick"], [], True),
     ("finetuning_bench", ["--quick"], [], True),

@@ -77,8 +77,9 @@ and (classifier) `labels` as variables, and `vocab_file` as the asset.
 
 `squad` dispatches to `bert_tf.export.squad.SquadServingModule`, `fill_mask` to
 `bert_tf.export.fill_mask.FillMaskServingModule`, `ner` to
-`bert_tf.export.ner.NerServingModule`, and
-`format="tfhub"` to `bert_tf.export.hub.export_tfhub`.
+`bert_tf.export.ner.NerServingModule`,
+`format="tfhub"` to `bert_tf.export.hub.export_tfhub`, and `quantize="int8"`
+to `bert_tf.export.quantize.export_int8` (a LiteRT model, features in).
 """
 
 import contextlib
@@ -99,6 +100,7 @@ from bert_tf.data import ner_data
 from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.export import hub
+from bert_tf.export import quantize as quantize_lib
 from bert_tf.export import serving_module
 from bert_tf.export.fill_mask import FillMaskServingModule
 from bert_tf.export.ner import NerServingModule
@@ -609,7 +611,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
                        doc_stride=None, max_query_length=64, n_best_size=20,
                        max_answer_length=30, mixed_precision=None, top_k=5, pooling=None,
                        normalize=None, multi_label=False, multi_label_threshold=0.5,
-                       data_dir=None):
+                       data_dir=None, quantize=None):
     """Exports a checkpoint as `export_dir/<version>/` (see the module docstring).
 
     Every input is checked before anything is written: the export directory,
@@ -648,6 +650,10 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         run_classifier's --multi_label, and its decision threshold.
       data_dir: where task "multilabel" reads its labels (labels.txt, else
         train.tsv).
+      quantize: None, or "int8": a classifier, the encoder or the embedder
+        as a LiteRT model with int8 weights, features in
+        (`bert_tf.export.quantize`: model.tflite, vocab.txt,
+        export_config.json in the version directory).
 
     Returns:
       str, the version directory written.
@@ -668,6 +674,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     if format not in FORMATS:
         raise UserError("--format must be one of %s, got %r" % ("|".join(FORMATS), format))
     kind, labels, is_regression = task_spec(task_name, data_dir)
+    quantize_lib.check_quantize(quantize, kind, task_name, format, mixed_precision, doc_stride)
     if multi_label and (kind != CLASSIFIER or is_regression):
         raise UserError("--multi_label is for a classification task (not %s)" % task_name)
     if multi_label:
@@ -731,6 +738,15 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         model = load_model(kind, config, prefix, num_labels, mixed_precision,
                            multi_label=multi_label)
         phases.done("checkpoint loaded into the %s model", kind)
+        if quantize:
+            with atomic_directory(final_dir) as tmp:
+                quantize_lib.export_int8(kind, task_name, model, vocab_file, do_lower_case,
+                                         max_seq_length, tmp, labels, is_regression,
+                                         multi_label, multi_label_threshold, pooling, normalize)
+            phases.done("converted to int8 (LiteRT) and written to %s", final_dir)
+            logs.result("Exported %s from %s to %s (int8: %s)", task_name, prefix, final_dir,
+                        quantize_lib.MODEL_FILE)
+            return final_dir
         tokenizer = GraphTokenizer(vocab_file, do_lower_case)
         if kind == CLASSIFIER:
             module = ClassifierServingModule(model, tokenizer, labels, is_regression,
