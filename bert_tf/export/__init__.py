@@ -14,6 +14,8 @@
   ner          NerServingModule: a label per word and the entities with their
                character offsets.
   hub          the TF Hub pair: preprocessor and encoder SavedModels.
+  quantize     --quantize=int8: a LiteRT model with int8 weights for CPUs
+               (features in), and Int8Model to run it.
 """
 
 from bert_tf.export.saved_model import export_saved_model  # noqa: F401

@@ -81,8 +81,10 @@ and (classifier) `labels` as variables, and `vocab_file` as the asset.
 `squad` dispatches to `bert_tf.export.squad.SquadServingModule`, `fill_mask` to
 `bert_tf.export.fill_mask.FillMaskServingModule`, `ner` to
 `bert_tf.export.ner.NerServingModule`,
-`format="tfhub"` to `bert_tf.export.hub.export_tfhub`, and `format="onnx"` (the
-`serve_features` signature as an ONNX model) to `bert_tf.export.onnx`.
+`format="tfhub"` to `bert_tf.export.hub.export_tfhub`, `format="onnx"` (the
+`serve_features` signature as an ONNX model) to `bert_tf.export.onnx`, and
+`quantize="int8"` to `bert_tf.export.quantize.export_int8` (a LiteRT model,
+features in).
 """
 
 import contextlib
@@ -104,6 +106,7 @@ from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.export import hub
 from bert_tf.export import onnx as onnx_export
+from bert_tf.export import quantize as quantize_lib
 from bert_tf.export import serving_module
 from bert_tf.export.fill_mask import FillMaskServingModule
 from bert_tf.export.ner import NerServingModule
@@ -630,7 +633,8 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
                        doc_stride=None, max_query_length=64, n_best_size=20,
                        max_answer_length=30, mixed_precision=None, top_k=5, pooling=None,
                        normalize=None, multi_label=False, multi_label_threshold=0.5,
-                       data_dir=None, max_text_bytes=graph_tokenizer.DEFAULT_MAX_TEXT_BYTES):
+                       data_dir=None, max_text_bytes=graph_tokenizer.DEFAULT_MAX_TEXT_BYTES,
+                       quantize=None):
     """Exports a checkpoint as `export_dir/<version>/` (see the module docstring).
 
     Every input is checked before anything is written: the export directory,
@@ -676,6 +680,10 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         a character boundary) before tokenizing; a text within it gets
         exactly its features, a longer one those of its first max_text_bytes
         bytes. "tfhub": not applied (its `tokenize` returns every token).
+      quantize: None, or "int8": a classifier, the encoder or the embedder
+        as a LiteRT model with int8 weights, features in
+        (`bert_tf.export.quantize`: model.tflite, vocab.txt,
+        export_config.json in the version directory).
 
     Returns:
       str, the version directory written.
@@ -696,6 +704,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     if format not in FORMATS:
         raise UserError("--format must be one of %s, got %r" % ("|".join(FORMATS), format))
     kind, labels, is_regression = task_spec(task_name, data_dir)
+    quantize_lib.check_quantize(quantize, kind, task_name, format, mixed_precision, doc_stride)
     if multi_label and (kind != CLASSIFIER or is_regression):
         raise UserError("--multi_label is for a classification task (not %s)" % task_name)
     if multi_label:
@@ -762,6 +771,15 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         model = load_model(kind, config, prefix, num_labels, mixed_precision,
                            multi_label=multi_label)
         phases.done("checkpoint loaded into the %s model", kind)
+        if quantize:
+            with atomic_directory(final_dir) as tmp:
+                quantize_lib.export_int8(kind, task_name, model, vocab_file, do_lower_case,
+                                         max_seq_length, tmp, labels, is_regression,
+                                         multi_label, multi_label_threshold, pooling, normalize)
+            phases.done("converted to int8 (LiteRT) and written to %s", final_dir)
+            logs.result("Exported %s from %s to %s (int8: %s)", task_name, prefix, final_dir,
+                        quantize_lib.MODEL_FILE)
+            return final_dir
         tokenizer = GraphTokenizer(vocab_file, do_lower_case, max_text_bytes=max_text_bytes)
         if kind == CLASSIFIER:
             module = ClassifierServingModule(model, tokenizer, labels, is_regression,

@@ -1,0 +1,264 @@
+"""int8 exports for CPUs: a LiteRT (TFLite) model with int8 weights (`--quantize=int8`, new).
+
+`export_int8(...)` writes `export_dir/<version>/` (by `export_saved_model`,
+atomically) with:
+
+  model.tflite         the model on features, signature `serve_features`:
+                       input_ids, input_mask, segment_ids int32 [batch, max_seq_length]
+                       -> the float32 outputs of the SavedModel's serve_features
+                       (classifier: probabilities [batch, num_labels], multi-label
+                       also predictions int32 [batch, num_labels], regression score
+                       [batch]; encoder: pooled_output, sequence_output,
+                       encoder_outputs; embeddings: embeddings [batch, H]).
+  vocab.txt            the tokenizer's vocab.
+  export_config.json   what a caller needs to tokenize and read the answers:
+                       task_name, task, max_seq_length, do_lower_case, labels
+                       (classifier), pooling / normalize (embeddings), the
+                       signature's inputs and outputs.
+
+The quantization is TFLite's dynamic range (`tf.lite.Optimize.DEFAULT`): the
+weights of every dense layer are int8 with a scale per output channel, the
+embedding tables int8 with one scale each; each call quantizes the
+activations to int8 on the fly, per row, so no calibration data is needed,
+and the matmuls run in int8 (XNNPACK, which `tf.lite.Interpreter` applies by
+default). Attention scores, softmax, LayerNorm and GELU stay float32. On a
+2-core AVX-512 VNNI Xeon a model of all-MiniLM-L6-v2's size (6 layers, hidden
+384, seq 128) answers 2-2.8x as fast as the float32 SavedModel
+(BENCHMARKS.md).
+
+Why not a SavedModel: TensorFlow's CPU kernels have no fast int8 matmul that
+stock builds run everywhere. Keras's `layer.quantize("int8")` runs TensorFlow's
+int8 `MatMul` (int32 out), 6-8x slower than float32; the oneDNN
+`QuantizedMatMulWithBiasAndDequantize` runs only while oneDNN is on (it
+fails with TF_ENABLE_ONEDNN_OPTS=0) and was slower than float32 at batch 1. The
+tokenizer stays outside (ids in): `Int8Model` tokenizes with `FullTokenizer`
+as run_classifier does.
+
+  model = Int8Model("/models/sst2/1")
+  model(["a gripping film"])   # {"probabilities": [[...]], "label": ["1"]}
+"""
+
+import json
+import os
+import shutil
+import tempfile
+import warnings
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import tokenization
+from bert_tf.errors import UserError
+from bert_tf.modeling import precision
+from bert_tf.tasks import embeddings
+
+QUANTIZE = ("int8",)
+# The tasks an int8 export serves (export_saved_model's kinds).
+TASKS = ("classifier", "encoder", "embeddings")
+MODEL_FILE = "model.tflite"
+CONFIG_FILE = "export_config.json"
+VOCAB_FILE = "vocab.txt"
+SIGNATURE = "serve_features"
+INPUTS = ("input_ids", "input_mask", "segment_ids")
+
+
+def check_quantize(quantize, kind=None, task_name=None, format="saved_model",  # pylint: disable=redefined-builtin
+                   mixed_precision=None, doc_stride=None):
+    """Refuses, in one line naming the flags, what an int8 export cannot be.
+
+    Raises:
+      UserError: an unknown --quantize; --quantize with --format=tfhub,
+        --mixed_precision or --doc_stride (the windows need the tokenizer in
+        the graph); a task other than a classifier, encoder or embeddings.
+    """
+    if not quantize:
+        return
+    if quantize not in QUANTIZE:
+        raise UserError("--quantize must be one of %s (or empty), got %r"
+                        % ("|".join(QUANTIZE), quantize))
+    if format != "saved_model":
+        raise UserError("--quantize=%s and --format=%s exclude each other (the int8 export "
+                        "is a LiteRT model)" % (quantize, format))
+    if precision.MIXED_PRECISION.get(mixed_precision, mixed_precision):  # "fp32": float32
+        raise UserError("--quantize=%s and --mixed_precision=%s exclude each other (the "
+                        "int8 model computes in int8 and float32)" % (quantize, mixed_precision))
+    if kind is not None and kind not in TASKS:
+        raise UserError("--quantize=%s exports a classifier, encoder or embeddings: not "
+                        "--task_name=%s" % (quantize, task_name))
+    if doc_stride is not None:
+        raise UserError("--quantize=%s serves features (ids in): --doc_stride is for the "
+                        "SavedModel's text signatures" % quantize)
+
+
+# ---------------------------------------------------------------------------
+# The model on features, converted
+# ---------------------------------------------------------------------------
+
+
+def feature_outputs(kind, model, features, is_regression=False, multi_label=False,
+                    threshold=0.5, pooling="mean", normalize=False):
+    """The numeric outputs of the SavedModel's serve_features (no strings) on a features dict."""
+    if kind == "classifier":
+        logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, labels]
+        if is_regression:
+            return {"score": tf.reshape(logits, [-1])}  # [B]
+        if multi_label:
+            probabilities = tf.sigmoid(logits)  # [B, labels]
+            return {"probabilities": probabilities,
+                    "predictions": tf.cast(probabilities >= threshold, tf.int32)}
+        return {"probabilities": tf.nn.softmax(logits, axis=-1)}  # [B, labels]
+    out = model(features["input_ids"], input_mask=features["input_mask"],
+                token_type_ids=features["segment_ids"], training=False)
+    if kind == "embeddings":
+        return {"embeddings": embeddings.pool(out["sequence_output"], features["input_mask"],
+                                              pooling, normalize)}  # [B, H]
+    return {"pooled_output": tf.cast(out["pooled_output"], tf.float32),  # [B, H]
+            "sequence_output": tf.cast(out["sequence_output"], tf.float32),  # [B, S, H]
+            "encoder_outputs": tf.cast(tf.stack(out["all_encoder_layers"], axis=1),
+                                       tf.float32)}  # [B, L, S, H]
+
+
+class _FeatureModule(tf.Module):
+    """The model's variables and its `serve_features`, to be converted."""
+
+    def __init__(self, model, max_seq_length, outputs):
+        super().__init__(name="int8_export")
+        self.model_variables = [v.value for v in model.weights]
+        self.serve_features = tf.function(
+            lambda input_ids, input_mask, segment_ids: outputs(
+                {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}),
+            input_signature=[tf.TensorSpec([None, max_seq_length], tf.int32, name=name)
+                             for name in INPUTS],
+            autograph=False)
+
+
+def convert_int8(module):
+    """The TFLite flatbuffer (bytes) of `module.serve_features`, dynamic-range int8.
+
+    Converted from a SavedModel (written to a temporary directory), so the
+    signature keeps its name and its inputs' and outputs' names.
+    """
+    staging = tempfile.mkdtemp(prefix="bert_export_int8_")
+    try:
+        tf.saved_model.save(module, staging, signatures={SIGNATURE: module.serve_features})
+        converter = tf.lite.TFLiteConverter.from_saved_model(staging, signature_keys=[SIGNATURE])
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        # Builtin ops only: any LiteRT runtime runs it, no TensorFlow ops inside.
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        return converter.convert()
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def export_int8(kind, task_name, model, vocab_file, do_lower_case, max_seq_length, output_dir,
+                labels=None, is_regression=False, multi_label=False, threshold=0.5,
+                pooling=None, normalize=None):
+    """Writes model.tflite, vocab.txt and export_config.json to `output_dir` (see the module).
+
+    Args:
+      kind: "classifier", "encoder" or "embeddings".
+      task_name: the task's name, as given (kept in export_config.json).
+      model: the float32 model, its variables loaded (`saved_model.load_model`).
+      vocab_file, do_lower_case: the tokenizer's.
+      max_seq_length: int, the length of every feature row.
+      output_dir: a directory to create (export_saved_model's temporary one).
+      labels, is_regression, multi_label, threshold: a classifier's.
+      pooling, normalize: the embedder's.
+
+    Returns:
+      the dict written as export_config.json.
+    """
+    pooling = pooling or "mean"
+    normalize = bool(normalize)
+    module = _FeatureModule(model, max_seq_length, lambda features: feature_outputs(
+        kind, model, features, is_regression, multi_label, threshold, pooling, normalize))
+    flatbuffer = convert_int8(module)
+    outputs = sorted(module.serve_features.get_concrete_function().structured_outputs)
+    config = {"format": "tflite", "quantize": "int8", "task_name": task_name, "task": kind,
+              "max_seq_length": int(max_seq_length), "do_lower_case": bool(do_lower_case),
+              "vocab_file": VOCAB_FILE, "model_file": MODEL_FILE, "signature": SIGNATURE,
+              "inputs": list(INPUTS), "outputs": outputs}
+    if kind == "classifier":
+        config.update(labels=None if is_regression else list(labels),
+                      is_regression=bool(is_regression), multi_label=bool(multi_label),
+                      threshold=float(threshold))
+    elif kind == "embeddings":
+        config.update(pooling=pooling, normalize=normalize)
+    tf.io.gfile.makedirs(output_dir)
+    with tf.io.gfile.GFile(os.path.join(output_dir, MODEL_FILE), "wb") as f:
+        f.write(flatbuffer)
+    tf.io.gfile.copy(vocab_file, os.path.join(output_dir, VOCAB_FILE), overwrite=True)
+    with tf.io.gfile.GFile(os.path.join(output_dir, CONFIG_FILE), "w") as f:
+        f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    return config
+
+
+# ---------------------------------------------------------------------------
+# Running an int8 export
+# ---------------------------------------------------------------------------
+
+
+def _interpreter(model_path, num_threads):
+    try:
+        interpreter_class = tf.lite.Interpreter
+    except AttributeError:  # TensorFlow without tf.lite: LiteRT's own package
+        from ai_edge_litert.interpreter import Interpreter as interpreter_class  # pylint: disable=g-import-not-at-top
+    with warnings.catch_warnings():
+        # TF 2.20+ warns that tf.lite.Interpreter moves to ai_edge_litert (same API).
+        warnings.simplefilter("ignore", UserWarning)
+        return interpreter_class(model_path=model_path, num_threads=num_threads)
+
+
+class Int8Model(object):
+    """An int8 export (`export_dir/<version>/`) run by the LiteRT interpreter.
+
+    `model(texts_a, texts_b=None)` tokenizes as run_classifier does
+    (`FullTokenizer`, export_config.json's do_lower_case and max_seq_length)
+    and returns the outputs of `predict_features`, plus for a single-label
+    classifier `label` (list of str, the argmax's label) and for a multi-label
+    one `label` (the labels over the threshold, comma-separated).
+
+    Args:
+      export_dir: the version directory (model.tflite, vocab.txt, export_config.json).
+      num_threads: the interpreter's threads; default: the CPUs this process may use.
+    """
+
+    def __init__(self, export_dir, num_threads=None):
+        with tf.io.gfile.GFile(os.path.join(export_dir, CONFIG_FILE)) as f:
+            self.config = json.load(f)
+        if num_threads is None:
+            num_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+                else os.cpu_count()
+        self.interpreter = _interpreter(os.path.join(export_dir, self.config["model_file"]),
+                                        int(num_threads))
+        self.tokenizer = tokenization.FullTokenizer(
+            os.path.join(export_dir, self.config["vocab_file"]), self.config["do_lower_case"])
+        self.max_seq_length = int(self.config["max_seq_length"])
+        # Resizes the inputs to each call's batch size (a no-op when it is the last one's).
+        self._runner = self.interpreter.get_signature_runner(self.config["signature"])
+
+    def features(self, texts_a, texts_b=None):
+        """int32 NumPy features [batch, max_seq_length] of the texts (texts_b None: single)."""
+        return self.tokenizer(list(texts_a), None if texts_b is None else list(texts_b),
+                              padding="max_length", truncation=True,
+                              max_length=self.max_seq_length, return_tensors="np")
+
+    def predict_features(self, input_ids, input_mask, segment_ids):
+        """The signature's outputs (NumPy arrays) on int [batch, max_seq_length] features."""
+        features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+        features = {k: np.asarray(v, np.int32) for k, v in features.items()}
+        shape = features["input_ids"].shape
+        if len(shape) != 2 or shape[1] != self.max_seq_length:
+            raise UserError("Int8Model: features are [batch, %d], got %s"
+                            % (self.max_seq_length, list(shape)))
+        return self._runner(**features)  # copies of the output tensors
+
+    def __call__(self, texts_a, texts_b=None):
+        outputs = self.predict_features(**self.features(texts_a, texts_b))
+        labels = self.config.get("labels")
+        if labels and self.config.get("multi_label"):
+            outputs["label"] = [",".join(l for l, on in zip(labels, row) if on)
+                                for row in outputs["predictions"]]
+        elif labels:
+            outputs["label"] = [labels[i] for i in np.argmax(outputs["probabilities"], axis=-1)]
+        return outputs

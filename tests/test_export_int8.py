@@ -1,0 +1,257 @@
+"""Tests for `--quantize=int8` (bert_tf.export.quantize): the accuracy gate, files, refusals.
+
+Data: a synthetic single-sentence task (SST-2's labels "0" / "1") that a tiny
+BERT (2 layers, hidden 32) learns with Keras `fit` in a few seconds: label 1
+iff word A occurs more often than word B among filler words. Its vocab is
+the words themselves ("w5" ... "w98"), so FullTokenizer reads the same text
+back. The fine-tuned model is saved as a Google checkpoint and exported
+twice: float32 (the SavedModel) and `quantize="int8"` (model.tflite).
+
+* The gate (MLPerf's): the int8 model's dev accuracy is at least 99% of
+  float32's, its probabilities within INT8_PROBABILITY_ATOL of float32's (the
+  max abs difference is printed), on features and on raw text
+  (`Int8Model` tokenizes as the SavedModel's serving signatures do).
+* The version directory holds model.tflite, vocab.txt and
+  export_config.json (task, max_seq_length, do_lower_case, labels); the
+  encoder's and the embedder's int8 exports answer as their float32
+  serve_features within INT8_HIDDEN_ATOL; a regression head's score and a
+  multi-label head's sigmoid, multi-hot predictions and labels come through.
+* Bad combinations (--format=tfhub, --mixed_precision, --doc_stride, a task
+  other than a classifier, encoder or embeddings) are one-line errors naming
+  the flags, before anything is written; on the command line, exit 2.
+
+Tiny models show no speed-up: the speed is bench/int8_bench.py's.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.errors import UserError
+from bert_tf.export import quantize
+from bert_tf.export import saved_model as export
+from bert_tf.modeling import checkpoint
+from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.training.optimization import create_optimizer
+from tests.test_pretraining import tiny_config
+from tests.test_pretraining import write_config
+from tests.tolerances import INT8_HIDDEN_ATOL
+from tests.tolerances import INT8_PROBABILITY_ATOL
+from tests.tools import toolrun
+
+SEQ_LENGTH = 24
+WORD_A, WORD_B = 10, 11  # label 1 iff WORD_A occurs more often than WORD_B
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+TOOL = os.path.join(toolrun.REPO_ROOT, "tools", "export_saved_model.py")
+
+
+def synthetic_texts(num_examples, seed):
+    """(texts, labels): 8-12 filler words with 1-4 A's and a different count of B's."""
+    rng = np.random.RandomState(seed)
+    texts, labels = [], []
+    for _ in range(num_examples):
+        count_a, count_b = rng.choice(np.arange(1, 5), 2, replace=False)
+        words = list(rng.randint(20, 99, rng.randint(8, 13)))
+        words += [WORD_A] * count_a + [WORD_B] * count_b
+        rng.shuffle(words)
+        texts.append(" ".join("W%d" % w for w in words))  # upper case: do_lower_case matters
+        labels.append(int(count_a > count_b))
+    return texts, np.array(labels, np.int32)
+
+
+def features_of(texts):
+    """FullTokenizer's features as run_classifier builds them (ids = the word numbers)."""
+    input_ids = np.zeros((len(texts), SEQ_LENGTH), np.int32)
+    for i, text in enumerate(texts):
+        ids = [2] + [int(w[1:]) for w in text.split()] + [3]
+        input_ids[i, :len(ids)] = ids
+    return {"input_ids": input_ids, "input_mask": (input_ids > 0).astype(np.int32),
+            "segment_ids": np.zeros_like(input_ids)}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A fine-tuned tiny classifier as a checkpoint, its vocab, config and dev set."""
+    tmp = str(tmp_path_factory.mktemp("int8"))
+    vocab_file = os.path.join(tmp, "vocab.txt")
+    with open(vocab_file, "w") as f:
+        f.write("\n".join(SPECIAL + ["w%d" % i for i in range(len(SPECIAL), 99)]) + "\n")
+    config = tiny_config()  # BERT's initializer_range (0.02): no knife-edge examples
+    tf.keras.utils.set_random_seed(3)
+    model = BertClassifier(config, 2)
+    train_texts, train_labels = synthetic_texts(512, seed=0)
+    steps = 10 * 512 // 32
+    model.compile(optimizer=create_optimizer(1e-3, steps, steps // 10))
+    model.fit(features_of(train_texts), train_labels, batch_size=32, epochs=10, verbose=0)
+    prefix = checkpoint.save_checkpoint(model, os.path.join(tmp, "sst2", "model.ckpt-160"),
+                                        global_step=160)
+    dev_texts, dev_labels = synthetic_texts(256, seed=1)
+    return {"tmp": tmp, "vocab": vocab_file, "config": config, "prefix": prefix,
+            "config_file": write_config(config, os.path.join(tmp, "bert_config.json")),
+            "dev_texts": dev_texts, "dev_labels": dev_labels}
+
+
+@pytest.fixture(scope="module")
+def exports(trained):
+    def run(name, **kwargs):
+        return export.export_saved_model(
+            "SST-2", trained["config"], trained["vocab"], True, trained["prefix"],
+            os.path.join(trained["tmp"], "export", name), SEQ_LENGTH, version=1, **kwargs)
+    return {"fp32": run("fp32"), "int8": run("int8", quantize="int8")}
+
+
+def _accuracy(probabilities, labels):
+    return float(np.mean(np.argmax(probabilities, axis=-1) == labels))
+
+
+@pytest.mark.slow
+def test_int8_keeps_99_percent_of_float32_accuracy(trained, exports):
+    features = features_of(trained["dev_texts"])
+    fp32 = tf.saved_model.load(exports["fp32"]).signatures["serve_features"](
+        **{k: tf.constant(v) for k, v in features.items()})["probabilities"].numpy()
+    int8 = quantize.Int8Model(exports["int8"]).predict_features(**features)["probabilities"]
+    labels = trained["dev_labels"]
+    fp32_accuracy, int8_accuracy = _accuracy(fp32, labels), _accuracy(int8, labels)
+    diff = float(np.abs(int8 - fp32).max())
+    print("dev accuracy: float32 %.4f, int8 %.4f (%.2f%% of float32); probabilities max abs "
+          "diff %.4f; predictions that differ: %d / %d" % (
+              fp32_accuracy, int8_accuracy, 100 * int8_accuracy / fp32_accuracy, diff,
+              int((fp32.argmax(-1) != int8.argmax(-1)).sum()), len(labels)))
+    assert fp32_accuracy >= 0.8, fp32_accuracy  # it learned the task (chance: about 0.5)
+    assert int8_accuracy >= 0.99 * fp32_accuracy
+    assert diff <= INT8_PROBABILITY_ATOL
+
+
+@pytest.mark.slow
+def test_int8_model_on_text_answers_as_the_float32_text_signature(trained, exports):
+    texts = trained["dev_texts"][:32] + ["", "w10 " * 40]  # empty, and truncated
+    fp32 = tf.saved_model.load(exports["fp32"]).signatures["serve_text_a"](
+        text_a=tf.constant(texts))
+    model = quantize.Int8Model(exports["int8"], num_threads=1)
+    int8 = model(texts)
+    np.testing.assert_allclose(int8["probabilities"], fp32["probabilities"].numpy(),
+                               atol=INT8_PROBABILITY_ATOL)
+    agree = np.mean(np.array(int8["label"]) == fp32["label"].numpy().astype(str))
+    assert agree >= 0.9, agree
+    one = model(texts[:1])  # another batch size
+    np.testing.assert_allclose(one["probabilities"], int8["probabilities"][:1], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_version_directory_files_and_config(trained, exports):
+    path = exports["int8"]
+    assert sorted(os.listdir(os.path.dirname(path))) == ["1"]  # nothing half-written left
+    assert sorted(os.listdir(path)) == ["export_config.json", "model.tflite", "vocab.txt"]
+    with open(os.path.join(path, "vocab.txt")) as f, open(trained["vocab"]) as g:
+        assert f.read() == g.read()
+    with open(os.path.join(path, "export_config.json")) as f:
+        config = json.load(f)
+    assert config == {
+        "format": "tflite", "quantize": "int8", "task_name": "SST-2", "task": "classifier",
+        "max_seq_length": SEQ_LENGTH, "do_lower_case": True, "vocab_file": "vocab.txt",
+        "model_file": "model.tflite", "signature": "serve_features",
+        "inputs": ["input_ids", "input_mask", "segment_ids"], "outputs": ["probabilities"],
+        "labels": ["0", "1"], "is_regression": False, "multi_label": False, "threshold": 0.5}
+
+
+@pytest.mark.slow
+def test_encoder_and_embeddings(trained):
+    features = features_of(trained["dev_texts"][:8])
+    for task, outputs in (("encoder", ("encoder_outputs", "pooled_output", "sequence_output")),
+                          ("embeddings", ("embeddings",))):
+        paths = [export.export_saved_model(
+            task, trained["config"], trained["vocab"], True, trained["prefix"],
+            os.path.join(trained["tmp"], "export", task + name), SEQ_LENGTH, version=1,
+            **kwargs) for name, kwargs in (("_fp32", {}), ("_int8", {"quantize": "int8"}))]
+        fp32 = tf.saved_model.load(paths[0]).signatures["serve_features"](
+            **{k: tf.constant(v) for k, v in features.items()})
+        model = quantize.Int8Model(paths[1])
+        assert model.config["task"] == task and model.config["outputs"] == list(outputs)
+        int8 = model.predict_features(**features)
+        for name in outputs:
+            assert int8[name].shape == tuple(fp32[name].shape), name
+            print("%s %s: max abs diff %.4f" % (task, name,
+                                                np.abs(int8[name] - fp32[name].numpy()).max()))
+            np.testing.assert_allclose(int8[name], fp32[name].numpy(), atol=INT8_HIDDEN_ATOL,
+                                       err_msg=name)
+    assert model.config["pooling"] == "mean" and model.config["normalize"] is False
+
+
+def _flags(trained, export_dir, **overrides):
+    values = {"task_name": "SST-2", "bert_config_file": trained["config_file"],
+              "vocab_file": trained["vocab"], "do_lower_case": "true",
+              "init_checkpoint": trained["prefix"], "max_seq_length": SEQ_LENGTH,
+              "export_dir": export_dir, "quantize": "int8"}
+    values.update(overrides)
+    return ["--%s=%s" % (k, v) for k, v in values.items()]
+
+
+@pytest.mark.slow
+def test_bad_combinations_are_one_line_errors_and_write_nothing(trained):
+    cases = [
+        ("tfhub", {"task_name": "encoder", "format": "tfhub"},
+         "--quantize=int8 and --format=tfhub exclude each other (the int8 export is a "
+         "LiteRT model)"),
+        ("bf16", {"mixed_precision": "bf16"},
+         "--quantize=int8 and --mixed_precision=bf16 exclude each other (the int8 model "
+         "computes in int8 and float32)"),
+        ("squad", {"task_name": "squad"},
+         "--quantize=int8 exports a classifier, encoder or embeddings: not --task_name=squad"),
+        ("fill_mask", {"task_name": "fill_mask"},
+         "--quantize=int8 exports a classifier, encoder or embeddings: not "
+         "--task_name=fill_mask"),
+        ("doc_stride", {"doc_stride": 8}, "--quantize=int8 serves features (ids in): "
+         "--doc_stride is for the SavedModel's text signatures"),
+    ]
+    export_dirs = {name: os.path.join(trained["tmp"], "bad", name) for name, _, _ in cases}
+    cli_dir = os.path.join(trained["tmp"], "bad", "cli")
+    cli = toolrun.start([sys.executable, TOOL] + _flags(trained, cli_dir, task_name="ner"))
+    results = toolrun.user_errors_here("export_saved_model", [
+        (name, _flags(trained, export_dirs[name], **overrides)) for name, overrides, _ in cases])
+    rc, _, err = toolrun.finish(cli)
+    for name, _, message in cases:
+        assert results[name] == message, name
+        assert not os.path.exists(export_dirs[name]), name
+    assert rc == 2 and "Traceback" not in err, err[-3000:]
+    assert [line for line in err.splitlines() if line.startswith("error: ")] == [
+        "error: --quantize=int8 exports a classifier, encoder or embeddings: not "
+        "--task_name=ner"]
+    assert not os.path.exists(cli_dir)
+    with pytest.raises(UserError, match=r"^--quantize must be one of int8 \(or empty\), got "
+                                        r"'int4'$"):
+        quantize.check_quantize("int4")
+
+
+@pytest.mark.slow
+def test_regression_and_multi_label_heads(trained, tmp_path):
+    """STS-B's score and a multi-label classifier's sigmoid, multi-hot and labels."""
+    features = features_of(trained["dev_texts"][:8])
+    for name, kwargs in (("regression", {"num_labels": 1, "is_regression": True}),
+                         ("multi_label", {"num_labels": 3, "multi_label": True})):
+        tf.keras.utils.set_random_seed(0)
+        model = BertClassifier(trained["config"], **kwargs)
+        logits = model(features, training=False)["logits"].numpy()
+        labels = ["a", "b", "c"] if kwargs.get("multi_label") else None
+        quantize.export_int8("classifier", name, model, trained["vocab"], True, SEQ_LENGTH,
+                             str(tmp_path / name), labels, kwargs.get("is_regression", False),
+                             kwargs.get("multi_label", False), threshold=0.5)
+        int8 = quantize.Int8Model(str(tmp_path / name))
+        outputs = int8.predict_features(**features)
+        if name == "regression":
+            assert sorted(outputs) == ["score"]
+            np.testing.assert_allclose(outputs["score"], logits[:, 0],
+                                       atol=INT8_PROBABILITY_ATOL)
+            continue
+        probabilities = 1 / (1 + np.exp(-logits))
+        np.testing.assert_allclose(outputs["probabilities"], probabilities,
+                                   atol=INT8_PROBABILITY_ATOL)
+        np.testing.assert_array_equal(outputs["predictions"],
+                                      (outputs["probabilities"] >= 0.5).astype(np.int32))
+        texts = trained["dev_texts"][:8]
+        answered = int8(texts)
+        assert answered["label"] == [
+            ",".join(l for l, on in zip(labels, row) if on) for row in answered["predictions"]]
