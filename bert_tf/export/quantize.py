@@ -112,10 +112,13 @@ def feature_outputs(kind, model, features, is_regression=False, multi_label=Fals
     if kind == "embeddings":
         return {"embeddings": embeddings.pool(out["sequence_output"], features["input_mask"],
                                               pooling, normalize)}  # [B, H]
+    # 0 at padding positions, as the SavedModel's encoder.
+    kept = tf.cast(features["input_mask"] != 0, tf.float32)  # [B, S]
     return {"pooled_output": tf.cast(out["pooled_output"], tf.float32),  # [B, H]
-            "sequence_output": tf.cast(out["sequence_output"], tf.float32),  # [B, S, H]
-            "encoder_outputs": tf.cast(tf.stack(out["all_encoder_layers"], axis=1),
-                                       tf.float32)}  # [B, L, S, H]
+            "sequence_output": tf.cast(out["sequence_output"], tf.float32)
+                               * kept[:, :, None],  # [B, S, H]
+            "encoder_outputs": tf.cast(tf.stack(out["all_encoder_layers"], axis=1), tf.float32)
+                               * kept[:, None, :, None]}  # [B, L, S, H]
 
 
 class _FeatureModule(tf.Module):
