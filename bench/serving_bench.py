@@ -7,8 +7,8 @@ r"""Serving on CPU: the exported SavedModel, as a server runs it, against ONNX R
 The model is a real one, all-MiniLM-L6-v2 as a Google checkpoint
 (`bench/pypi_bert_checkpoint.py` writes it into --checkpoint_dir when it is
 not there; 6 layers, hidden 384). This script exports it with
-`bert-export-saved-model --task_name=encoder --max_seq_length=128`, and with
-`--format=onnx`, then times, each in its own process:
+`bert-export-saved-model --task_name=encoder --max_seq_length=128`, with
+`--format=onnx` and with `--quantize=int8`, then times, each in its own process:
 
   * bert_tf SavedModel   `tf.saved_model.load(...).signatures[...]` in a process
                          that imports TensorFlow alone (what TF Serving runs):
@@ -21,6 +21,8 @@ not there; 6 layers, hidden 384). This script exports it with
                          same weights (ids in); --baseline_onnx adds another ONNX
                          model of them (e.g. tf2onnx's conversion of the baseline
                          SavedModel, rows fixed at 128);
+  * LiteRT int8          the `--quantize=int8` export (int8 weights, XNNPACK; rows
+                         fixed at 128), float32's accuracy in the tests;
   * keras-hub            `BertBackbone` of the same shape (random weights) under
                          `tf.function`, in the peers' venv (`bench/setup_peers.sh`).
 
@@ -110,6 +112,15 @@ def _feature_runner(impl, path):
         what = ("bert_tf --format=onnx" if model_file != path
                 else "baseline: %s" % os.path.basename(path))
         return "ONNX Runtime %s (%s)" % (onnxruntime.__version__, what), run, None, fixed
+    if impl == "int8":
+        sys.path.insert(0, REPO)
+        from bert_tf.export import quantize
+        model = quantize.Int8Model(path)
+
+        def run(ids, mask):
+            model.predict_features(ids, mask, np.zeros_like(ids))
+        return ("LiteRT int8 (bert_tf --quantize=int8, XNNPACK)", run, None,
+                model.max_seq_length)
     import tensorflow as tf
     if impl == "keras_hub":
         import keras_hub
@@ -224,17 +235,18 @@ def _short_requests(vocab_file, count):
 
 
 def _export(args, work):
-    """The encoder exported as a SavedModel and as ONNX: (saved_model dir, onnx dir)."""
+    """The encoder exported as a SavedModel, as ONNX and as int8 LiteRT: their version dirs."""
     ckpt = args.checkpoint_dir
     if not os.path.exists(os.path.join(ckpt, "bert_model.ckpt.index")):
         print("writing all-MiniLM-L6-v2 as a Google checkpoint into %s" % ckpt, file=sys.stderr)
         subprocess.run([sys.executable, os.path.join(BENCH, "pypi_bert_checkpoint.py"),
                         "--output_dir=" + ckpt], check=True, env=benchlib.child_env())
     paths = []
-    for fmt in ("saved_model", "onnx"):
+    for fmt in ("saved_model", "onnx", "int8"):
         export_dir = os.path.join(work, fmt)
+        kind = ["--quantize=int8"] if fmt == "int8" else ["--format=" + fmt]
         subprocess.run([sys.executable, os.path.join(REPO, "tools", "export_saved_model.py"),
-                        "--task_name=encoder", "--format=" + fmt, "--version=1",
+                        "--task_name=encoder", "--version=1"] + kind + [
                         "--bert_config_file=" + os.path.join(ckpt, "bert_config.json"),
                         "--vocab_file=" + os.path.join(ckpt, "vocab.txt"),
                         "--init_checkpoint=" + os.path.join(ckpt, "bert_model.ckpt"),
@@ -252,7 +264,7 @@ def _percentile(values, q):
 def drive(args):
     import numpy as np
     work = args.work_dir or tempfile.mkdtemp(prefix="serving_bench_")
-    saved_model, onnx_dir = _export(args, work)
+    saved_model, onnx_dir, int8_dir = _export(args, work)
     requests = _short_requests(os.path.join(args.checkpoint_dir, "vocab.txt"),
                                args.short_requests)
     requests_file = os.path.join(work, "requests.json")
@@ -265,6 +277,7 @@ def drive(args):
     plan.append(("onnx", "onnx", onnx_dir, sys.executable))
     if args.baseline_onnx:
         plan.append(("baseline_onnx", "onnx", args.baseline_onnx, sys.executable))
+    plan.append(("int8", "int8", int8_dir, sys.executable))
     peer = benchlib.peer_interpreter(args.peer_python, "keras-hub", notes)
     if peer:
         plan.append(("keras_hub", "keras_hub", args.checkpoint_dir, peer))
