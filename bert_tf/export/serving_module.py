@@ -6,6 +6,10 @@ does: `tf.saved_model.save` would otherwise trace the Keras model's own
 default signature), the `GraphTokenizer`, and `do_lower_case` and
 `max_seq_length` as variables a server can read. The SQuAD module, which
 keeps Python ints instead, holds its model with `Untracked` alone.
+
+Every served model runs its encoder fused (`track_model_variables`,
+`bert_tf.export.fused_encoder`) and on the batch's attended positions only
+(`trim_padding`).
 """
 
 import tensorflow as tf
@@ -23,16 +27,16 @@ class Untracked(object):
         self.value = value
 
 
-def track_model_variables(module, model, fuse=True):
+def track_model_variables(module, model):
     """Tracks `model`'s variables on `module` (`model_variables`: the SavedModel's variables/).
 
-    With `fuse` (and a model `fused_encoder.fusable`), the model's encoder runs
-    its inference pass fused (`module.fused_encoder`), whose query/key/value
-    variables are saved in place of the three.
+    Where the model's encoder is `fused_encoder.fusable`, it runs its inference
+    pass fused (`module.fused_encoder`), whose query/key/value variables are
+    saved in place of the three.
     """
     replaced = set()
     bert = getattr(model, "bert", model)
-    if fuse and fused_encoder.fusable(bert):
+    if fused_encoder.fusable(bert):
         module.fused_encoder = fused_encoder.FusedEncoder(bert.encoder)
         bert.encoder.set_inference_pass(module.fused_encoder)
         replaced = {id(v) for v in module.fused_encoder.replaced_variables()}
@@ -50,15 +54,13 @@ class ModelServingModule(tf.Module):
       tokenizer: `GraphTokenizer` of the model's vocab.
       max_seq_length: int, the length of every feature row.
       name: the `tf.Module` name.
-      fuse: run the encoder's inference pass fused (`bert_tf.export.fused_encoder`)
-        where the model allows it.
     """
 
-    def __init__(self, model, tokenizer, max_seq_length, name=None, fuse=True):
+    def __init__(self, model, tokenizer, max_seq_length, name=None):
         super().__init__(name=name)
         self._keras = Untracked(model)
         self._trim = True
-        track_model_variables(self, model, fuse)
+        track_model_variables(self, model)
         self.tokenizer = tokenizer
         self.max_seq_length = tf.Variable(int(max_seq_length), trainable=False,
                                           name="max_seq_length")
