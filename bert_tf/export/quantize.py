@@ -49,6 +49,7 @@ import tensorflow as tf
 
 from bert_tf import tokenization
 from bert_tf.errors import UserError
+from bert_tf.export import serving_module
 from bert_tf.modeling import precision
 from bert_tf.tasks import embeddings
 
@@ -107,18 +108,12 @@ def feature_outputs(kind, model, features, is_regression=False, multi_label=Fals
             return {"probabilities": probabilities,
                     "predictions": tf.cast(probabilities >= threshold, tf.int32)}
         return {"probabilities": tf.nn.softmax(logits, axis=-1)}  # [B, labels]
-    out = model(features["input_ids"], input_mask=features["input_mask"],
-                token_type_ids=features["segment_ids"], training=False)
     if kind == "embeddings":
+        out = model(features["input_ids"], input_mask=features["input_mask"],
+                    token_type_ids=features["segment_ids"], training=False)
         return {"embeddings": embeddings.pool(out["sequence_output"], features["input_mask"],
                                               pooling, normalize)}  # [B, H]
-    # 0 at padding positions, as the SavedModel's encoder.
-    kept = tf.cast(features["input_mask"] != 0, tf.float32)  # [B, S]
-    return {"pooled_output": tf.cast(out["pooled_output"], tf.float32),  # [B, H]
-            "sequence_output": tf.cast(out["sequence_output"], tf.float32)
-                               * kept[:, :, None],  # [B, S, H]
-            "encoder_outputs": tf.cast(tf.stack(out["all_encoder_layers"], axis=1), tf.float32)
-                               * kept[:, None, :, None]}  # [B, L, S, H]
+    return serving_module.encoder_outputs(model, features)  # as the SavedModel's encoder
 
 
 class _FeatureModule(tf.Module):

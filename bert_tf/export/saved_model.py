@@ -441,7 +441,9 @@ class EncoderServingModule(_ServingModule):
     def _serve_features(self, input_ids, input_mask, segment_ids):
         outputs = super()._serve_features(input_ids, input_mask, segment_ids)
         # The model ran on the batch's attended positions only (trim_padding):
-        # back to the rows' length, every padding position 0.
+        # back to the rows' length with zeros, as every padding position is. The
+        # mask's product keeps the rows' static length (max_seq_length for text)
+        # in the signatures' output shapes.
         kept = tf.cast(input_mask != 0, tf.float32)  # [B, S]
         cut = tf.shape(input_ids)[1] - tf.shape(outputs["sequence_output"])[1]
         outputs["sequence_output"] = tf.pad(
@@ -451,14 +453,7 @@ class EncoderServingModule(_ServingModule):
         return outputs
 
     def outputs(self, features):
-        out = self.model(features["input_ids"], input_mask=features["input_mask"],
-                         token_type_ids=features["segment_ids"], training=False)
-        return {
-            "pooled_output": tf.cast(out["pooled_output"], tf.float32),  # [B, H]
-            "sequence_output": tf.cast(out["sequence_output"], tf.float32),  # [B, S, H]
-            "encoder_outputs": tf.cast(tf.stack(out["all_encoder_layers"], axis=1),
-                                       tf.float32),  # [B, L, S, H]
-        }
+        return serving_module.encoder_outputs(self.model, features)
 
     def text_outputs(self, features):
         return {"input_mask": features["input_mask"]}  # [B, S]

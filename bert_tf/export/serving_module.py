@@ -45,6 +45,24 @@ def track_model_variables(module, model):
                               if id(v) not in replaced]
 
 
+def encoder_outputs(bert_model, features):
+    """A `BertModel`'s outputs on a features dict, as the exports serve them.
+
+    Returns: float32 `pooled_output` [B, H], `sequence_output` [B, S, H] and
+    `encoder_outputs` [B, L, S, H] (every layer's output, stacked), the last
+    two 0 at padding positions (input_mask 0).
+    """
+    out = bert_model(features["input_ids"], input_mask=features["input_mask"],
+                     token_type_ids=features["segment_ids"], training=False)
+    kept = tf.cast(features["input_mask"] != 0, tf.float32)  # [B, S]
+    return {
+        "pooled_output": tf.cast(out["pooled_output"], tf.float32),
+        "sequence_output": tf.cast(out["sequence_output"], tf.float32) * kept[:, :, None],
+        "encoder_outputs": tf.cast(tf.stack(out["all_encoder_layers"], axis=1), tf.float32)
+                           * kept[:, None, :, None],
+    }
+
+
 class ModelServingModule(tf.Module):
     """A loaded model's variables, its `GraphTokenizer` and its settings as variables.
 
