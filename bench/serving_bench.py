@@ -21,8 +21,9 @@ not there; 6 layers, hidden 384). This script exports it with
                          same weights (ids in); --baseline_onnx adds another ONNX
                          model of them (e.g. tf2onnx's conversion of the baseline
                          SavedModel, rows fixed at 128);
-  * LiteRT int8          the `--quantize=int8` export (int8 weights, XNNPACK; rows
-                         fixed at 128), float32's accuracy in the tests;
+  * LiteRT int8          the `--quantize=int8` export run by `Int8Model` (int8
+                         weights, XNNPACK; a batch cut after its last token, as the
+                         SavedModel's), float32's accuracy in the tests;
   * keras-hub            `BertBackbone` of the same shape (random weights) under
                          `tf.function`, in the peers' venv (`bench/setup_peers.sh`).
 
@@ -120,7 +121,7 @@ def _feature_runner(impl, path):
         def run(ids, mask):
             model.predict_features(ids, mask, np.zeros_like(ids))
         return ("LiteRT int8 (bert_tf --quantize=int8, XNNPACK)", run, None,
-                model.max_seq_length)
+                None if model.any_length else model.max_seq_length)
     import tensorflow as tf
     if impl == "keras_hub":
         import keras_hub

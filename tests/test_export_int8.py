@@ -178,7 +178,56 @@ def test_encoder_and_embeddings(trained):
                                                 np.abs(int8[name] - fp32[name].numpy()).max()))
             np.testing.assert_allclose(int8[name], fp32[name].numpy(), atol=INT8_HIDDEN_ATOL,
                                        err_msg=name)
+        if task == "encoder":
+            _check_rows_of_any_length(model, paths[1], trained)
     assert model.config["pooling"] == "mean" and model.config["normalize"] is False
+
+
+def _check_rows_of_any_length(model, path, trained):
+    """The encoder's int8 export on short rows: cut, unpadded, too long, and without bert_tf."""
+    texts = [t for t in trained["dev_texts"] if len(t.split()) + 2 <= 16][:6]
+    assert len(texts) >= 3
+    padded = features_of(texts)  # [6, 24]: the model runs on their first 16 positions
+    assert quantize.attended_length(padded["input_mask"]) == 16
+    whole = model.predict_features(**padded)
+    short = model.predict_features(**{k: v[:, :16] for k, v in padded.items()})
+    assert whole["sequence_output"].shape[:2] == (len(texts), SEQ_LENGTH)  # the rows' length
+    assert whole["encoder_outputs"].shape[:3] == (len(texts), 2, SEQ_LENGTH)
+    assert short["sequence_output"].shape[:2] == (len(texts), 16)
+    kept = padded["input_mask"][:, :, None].astype(bool)
+    assert not np.any(np.where(kept, 0, whole["sequence_output"]))  # 0 at padding positions
+    # model.tflite alone takes rows of any length: on the whole padded rows it
+    # answers as on the cut ones, up to float32 rounding (padding is masked out).
+    runner = quantize._interpreter(os.path.join(path, "model.tflite"), 1).get_signature_runner(
+        "serve_features")
+    full = runner(**padded)
+    assert full["sequence_output"].shape[:2] == (len(texts), SEQ_LENGTH)
+    for name in ("pooled_output", "sequence_output"):
+        np.testing.assert_allclose(whole[name], np.where(kept, full[name], 0) if
+                                   name == "sequence_output" else full[name],
+                                   atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(short[name], whole[name][:, :16] if
+                                   name == "sequence_output" else whole[name], atol=0,
+                                   err_msg=name)
+    with pytest.raises(UserError, match=r"^Int8Model: input_ids, input_mask and segment_ids "
+                                        r"must be \[batch, length\] with length 1 to 24, got "
+                                        r"\[\[6, 25\], \[6, 25\], \[6, 25\]\]$"):
+        model.predict_features(**{k: np.pad(v, [(0, 0), (0, 1)]) for k, v in padded.items()})
+
+
+def test_attended_length_is_the_saved_models_cut():
+    """Int8Model cuts a batch where the SavedModel's signatures do (serving_module.trim_padding)."""
+    from bert_tf.export import serving_module
+    rng = np.random.RandomState(0)
+    masks = [np.zeros((2, 24), np.int32), np.ones((1, 7), np.int32), np.ones((3, 128), np.int32)]
+    for _ in range(20):
+        mask = np.zeros((rng.randint(1, 4), rng.choice([16, 24, 64, 128])), np.int32)
+        for row in mask:
+            row[:rng.randint(0, mask.shape[1] + 1)] = 1
+        masks.append(mask)
+    for mask in masks:
+        cut = serving_module.trim_padding({"input_mask": tf.constant(mask)})["input_mask"]
+        assert quantize.attended_length(mask) == cut.shape[-1], mask.sum(-1)
 
 
 def _flags(trained, export_dir, **overrides):

@@ -4,12 +4,14 @@
 atomically) with:
 
   model.tflite         the model on features, signature `serve_features`:
-                       input_ids, input_mask, segment_ids int32 [batch, max_seq_length]
-                       -> the float32 outputs of the SavedModel's serve_features
+                       input_ids, input_mask, segment_ids int32 [batch, length], any
+                       length up to max_seq_length (a short request costs what its
+                       tokens cost) -> the float32 outputs of the SavedModel's serve_features
                        (classifier: probabilities [batch, num_labels], multi-label
                        also predictions int32 [batch, num_labels], regression score
                        [batch]; encoder: pooled_output, sequence_output,
-                       encoder_outputs; embeddings: embeddings [batch, H]).
+                       encoder_outputs, of the rows' length; embeddings:
+                       embeddings [batch, H]).
   vocab.txt            the tokenizer's vocab.
   export_config.json   what a caller needs to tokenize and read the answers:
                        task_name, task, max_seq_length, do_lower_case, labels
@@ -119,13 +121,15 @@ def feature_outputs(kind, model, features, is_regression=False, multi_label=Fals
 class _FeatureModule(tf.Module):
     """The model's variables and its `serve_features`, to be converted."""
 
-    def __init__(self, model, max_seq_length, outputs):
+    def __init__(self, model, outputs):
         super().__init__(name="int8_export")
         self.model_variables = [v.value for v in model.weights]
         self.serve_features = tf.function(
             lambda input_ids, input_mask, segment_ids: outputs(
                 {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}),
-            input_signature=[tf.TensorSpec([None, max_seq_length], tf.int32, name=name)
+            # Rows of any length (at most max_seq_length: the position table's
+            # rows), so that Int8Model runs a batch on its attended positions only.
+            input_signature=[tf.TensorSpec([None, None], tf.int32, name=name)
                              for name in INPUTS],
             autograph=False)
 
@@ -158,7 +162,7 @@ def export_int8(kind, task_name, model, vocab_file, do_lower_case, max_seq_lengt
       task_name: the task's name, as given (kept in export_config.json).
       model: the float32 model, its variables loaded (`saved_model.load_model`).
       vocab_file, do_lower_case: the tokenizer's.
-      max_seq_length: int, the length of every feature row.
+      max_seq_length: int, the longest feature row (the position table's rows in use).
       output_dir: a directory to create (export_saved_model's temporary one).
       labels, is_regression, multi_label, threshold: a classifier's.
       pooling, normalize: the embedder's.
@@ -168,7 +172,7 @@ def export_int8(kind, task_name, model, vocab_file, do_lower_case, max_seq_lengt
     """
     pooling = pooling or "mean"
     normalize = bool(normalize)
-    module = _FeatureModule(model, max_seq_length, lambda features: feature_outputs(
+    module = _FeatureModule(model, lambda features: feature_outputs(
         kind, model, features, is_regression, multi_label, threshold, pooling, normalize))
     flatbuffer = convert_int8(module)
     outputs = sorted(module.serve_features.get_concrete_function().structured_outputs)
@@ -207,6 +211,17 @@ def _interpreter(model_path, num_threads):
         return interpreter_class(model_path=model_path, num_threads=num_threads)
 
 
+def attended_length(input_mask, multiple=serving_module.LENGTH_MULTIPLE):
+    """The positions a batch needs (NumPy `serving_module.trim_padding`): its last
+    position whose input_mask is not 0 in any row, rounded up to `multiple`, at
+    least 1 and at most the rows' length."""
+    input_mask = np.asarray(input_mask)
+    seq_length = input_mask.shape[-1]
+    columns = np.flatnonzero(np.any(input_mask.reshape(-1, seq_length) != 0, axis=0))
+    last = int(columns[-1]) + 1 if columns.size else 0
+    return min(seq_length, max(1, -(-last // multiple) * multiple))
+
+
 class Int8Model(object):
     """An int8 export (`export_dir/<version>/`) run by the LiteRT interpreter.
 
@@ -232,8 +247,11 @@ class Int8Model(object):
         self.tokenizer = tokenization.FullTokenizer(
             os.path.join(export_dir, self.config["vocab_file"]), self.config["do_lower_case"])
         self.max_seq_length = int(self.config["max_seq_length"])
-        # Resizes the inputs to each call's batch size (a no-op when it is the last one's).
+        # Resizes the inputs to each call's shape (a no-op when it is the last one's).
         self._runner = self.interpreter.get_signature_runner(self.config["signature"])
+        # Exports before variable lengths fixed the rows at max_seq_length.
+        shape = self._runner.get_input_details()["input_ids"]["shape_signature"]
+        self.any_length = int(shape[-1]) == -1
 
     def features(self, texts_a, texts_b=None):
         """int32 NumPy features [batch, max_seq_length] of the texts (texts_b None: single)."""
@@ -242,14 +260,36 @@ class Int8Model(object):
                               max_length=self.max_seq_length, return_tensors="np")
 
     def predict_features(self, input_ids, input_mask, segment_ids):
-        """The signature's outputs (NumPy arrays) on int [batch, max_seq_length] features."""
+        """The signature's outputs (NumPy arrays) on int [batch, length] features.
+
+        Rows may have any length up to max_seq_length. As the SavedModel's
+        signatures, the model runs on the batch's attended positions only
+        (cut after the last position whose input_mask is not 0 in any row,
+        rounded up to a multiple of 16); the encoder's `sequence_output` and
+        `encoder_outputs` come back at the rows' length, 0 at padding positions.
+        """
         features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
         features = {k: np.asarray(v, np.int32) for k, v in features.items()}
         shape = features["input_ids"].shape
-        if len(shape) != 2 or shape[1] != self.max_seq_length:
-            raise UserError("Int8Model: features are [batch, %d], got %s"
-                            % (self.max_seq_length, list(shape)))
-        return self._runner(**features)  # copies of the output tensors
+        if (len(shape) != 2 or any(v.shape != shape for v in features.values())
+                or not 1 <= shape[1] <= self.max_seq_length
+                or (not self.any_length and shape[1] != self.max_seq_length)):
+            raise UserError("Int8Model: input_ids, input_mask and segment_ids must be [batch, "
+                            "length] with length %s, got %s" % (
+                                "1 to %d" % self.max_seq_length if self.any_length
+                                else self.max_seq_length,
+                                [list(v.shape) for v in features.values()]))
+        if not self.any_length:
+            return self._runner(**features)  # copies of the output tensors
+        length = attended_length(features["input_mask"])
+        outputs = self._runner(**{k: v[:, :length] for k, v in features.items()})
+        if length < shape[1]:  # the per-position outputs back at the rows' length
+            for name, axis in (("sequence_output", 1), ("encoder_outputs", 2)):
+                if name in outputs:
+                    pad = [(0, 0)] * outputs[name].ndim
+                    pad[axis] = (0, shape[1] - length)
+                    outputs[name] = np.pad(outputs[name], pad)
+        return outputs
 
     def __call__(self, texts_a, texts_b=None):
         outputs = self.predict_features(**self.features(texts_a, texts_b))

@@ -54,12 +54,13 @@ def encoder_outputs(bert_model, features):
     """
     out = bert_model(features["input_ids"], input_mask=features["input_mask"],
                      token_type_ids=features["segment_ids"], training=False)
-    kept = tf.cast(features["input_mask"] != 0, tf.float32)  # [B, S]
+    # [B, S, 1]; expand_dims (not [:, :, None]) so LiteRT converts it at any length.
+    kept = tf.expand_dims(tf.cast(features["input_mask"] != 0, tf.float32), -1)
     return {
         "pooled_output": tf.cast(out["pooled_output"], tf.float32),
-        "sequence_output": tf.cast(out["sequence_output"], tf.float32) * kept[:, :, None],
+        "sequence_output": tf.cast(out["sequence_output"], tf.float32) * kept,
         "encoder_outputs": tf.cast(tf.stack(out["all_encoder_layers"], axis=1), tf.float32)
-                           * kept[:, None, :, None],
+                           * tf.expand_dims(kept, 1),
     }
 
 

@@ -166,7 +166,7 @@ def pool(sequence_output, input_mask, pooling, normalize=False):
     sequence_output = tf.cast(sequence_output, tf.float32)  # [B, S, H]
     if input_mask is None:
         input_mask = tf.ones(tf.shape(sequence_output)[:2], tf.int32)
-    mask = tf.cast(input_mask, tf.float32)[:, :, None]  # [B, S, 1]
+    mask = tf.expand_dims(tf.cast(input_mask, tf.float32), -1)  # [B, S, 1]
     if pooling == "cls":
         vectors = sequence_output[:, 0]  # [B, H]
     elif pooling == "mean":

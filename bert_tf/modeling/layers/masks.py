@@ -42,5 +42,6 @@ def attention_mask_adder(input_mask, dtype="float32"):
     Args:
       input_mask: int Tensor of shape [batch_size, to_seq_length]; 1 = attend.
     """
-    mask = ops.cast(input_mask, dtype)[:, None, None, :]  # [B, 1, 1, T]
+    # expand_dims, not [:, None, None, :]: LiteRT converts it at any length (--quantize=int8).
+    mask = ops.expand_dims(ops.expand_dims(ops.cast(input_mask, dtype), 1), 1)  # [B, 1, 1, T]
     return (1.0 - mask) * MASK_ADDER
