@@ -36,6 +36,7 @@ SCRIPTS = (
     ("forward_bench", ["--quick"], [], True),
     ("bf16_inference_bench", ["--quick"], [], False),
     ("serving_bench", ["--quick"], [], True),
+    ("matmul_bench", ["--quick"], [], False),
     ("int8_bench", ["--quick"], [], False),
     ("pretraining_bench", ["--quick"], [], True),
     ("optimizer_bench", ["--quick"], [], True),
