@@ -11,7 +11,9 @@ call), and exported while the process's policy is still bf16.
 
 * `tools/run_classifier.py --do_predict` (float32) on that checkpoint writes
   the reference `test_results.tsv` and `predict.tf_record`.
-* The classifier and encoder exports are loaded in ONE fresh process where
+* The classifier and encoder exports (the encoder's is `tests.export_cache`'s,
+  which the other export tests read too), and the same two with
+  `--mixed_precision=bf16`, are loaded in ONE fresh process where
   only `tensorflow` (and tensorflow-serving-api's protos) can be imported:
   keras, tf_keras, tensorflow_text, bert_tf and tests are blocked. It
   answers every signature and `PredictRequest`s as TF Serving would; the
@@ -24,7 +26,9 @@ call), and exported while the process's policy is still bf16.
   - serve_text_a (and empty text_b) against the Keras classifier on
     FullTokenizer features of text_a alone;
   - the encoder against `BertModel` on FullTokenizer + build_pair_features;
-  - the bf16 run's export: float32 variables, float32 answers.
+  - the bf16 run's export: float32 variables, float32 answers;
+  - the --mixed_precision=bf16 exports: bf16 dense weights, the same
+    signatures, answers near float32's and not float32's.
 """
 
 import base64
@@ -36,6 +40,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf import BertConfig
 from bert_tf.modeling import checkpoint
 from bert_tf.export import saved_model as export
 from bert_tf import tokenization
@@ -57,6 +62,7 @@ from tests.tolerances import BF16_HIDDEN_ATOL
 from tests.tolerances import BF16_PROBABILITY_ATOL
 from tests.tools import toolrun
 from tests import bare_tf
+from tests import export_cache
 
 SEQ_LENGTH = 32
 NUM_TEST = 21
@@ -92,9 +98,21 @@ def write_task(tmp):
     values["output_bias"] = np.array([0.3, -0.3], np.float32)
     finetuned_dir = os.path.join(str(tmp), "finetuned")
     checkpoint.write_checkpoint(os.path.join(finetuned_dir, "model.ckpt-7"), values)
-    return {"tmp": str(tmp), "data_dir": data_dir, "vocab": vocab_file, "config": config,
-            "config_file": write_config(config, os.path.join(str(tmp), "bert_config.json")),
-            "init": init_dir, "init_prefix": init, "finetuned": finetuned_dir,
+    write_config(config, os.path.join(str(tmp), "bert_config.json"))
+    return task_paths(tmp)
+
+
+def task_paths(tmp):
+    """`write_task`'s dict of the files it wrote in `tmp`."""
+    tmp = str(tmp)
+    config_file = os.path.join(tmp, "bert_config.json")
+    init_dir = os.path.join(tmp, "init")
+    finetuned_dir = os.path.join(tmp, "finetuned")
+    return {"tmp": tmp, "data_dir": os.path.join(tmp, "MRPC"),
+            "vocab": os.path.join(tmp, "vocab.txt"),
+            "config": BertConfig.from_json_file(config_file), "config_file": config_file,
+            "init": init_dir, "init_prefix": os.path.join(init_dir, "bert_model.ckpt"),
+            "finetuned": finetuned_dir,
             "finetuned_prefix": os.path.join(finetuned_dir, "model.ckpt-7")}
 
 
@@ -253,8 +271,7 @@ def _write_bf16_checkpoint(files):
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("export")
-    files = write_task(tmp)
+    files = export_cache.task_files(tmp_path_factory, "export")
     bf16_run = _write_bf16_checkpoint(files)
     bf16_prefix = os.path.join(bf16_run, "model.ckpt-7")
     reference_dir = os.path.join(files["tmp"], "mrpc_output")
@@ -267,11 +284,22 @@ def setup(tmp_path_factory):
             "MRPC", config, files["vocab"], True, bf16_run,
             os.path.join(files["tmp"], "export", "mrpc"), SEQ_LENGTH, version=1)
     assert keras.config.dtype_policy().name == "float32"
-    # The encoder from a Google release directory (bert_model.ckpt, no `checkpoint` file).
-    encoder = export.export_saved_model(
+    # The encoder from a Google release directory (bert_model.ckpt, no `checkpoint` file):
+    # the export the other export tests read too.
+    encoder = export_cache.saved_model(tmp_path_factory, "encoder")
+    # --mixed_precision=bf16 (test_mixed_precision_bf16_export_computes_in_bf16), answered
+    # in the same bare process.
+    bf16_classifier = export.export_saved_model(
+        "MRPC", config, files["vocab"], True, files["finetuned"],
+        os.path.join(files["tmp"], "export", "mrpc_bf16"), SEQ_LENGTH, version=1,
+        mixed_precision="bf16")
+    bf16_encoder = export.export_saved_model(
         "encoder", config, files["vocab"], True, files["init"],
-        os.path.join(files["tmp"], "export", "encoder"), SEQ_LENGTH, version=1)
-    exports = {"classifier": classifier, "encoder": encoder}
+        os.path.join(files["tmp"], "export", "encoder_bf16"), SEQ_LENGTH, version=1,
+        mixed_precision="bf16")
+    assert keras.config.dtype_policy().name == "float32"
+    exports = {"classifier": classifier, "encoder": encoder,
+               "bf16_classifier": bf16_classifier, "bf16_encoder": bf16_encoder}
 
     # The reference: run_classifier --do_predict (float32) on the bf16 run's checkpoint.
     toolrun.run_tool("run_classifier", [
@@ -331,6 +359,14 @@ def setup(tmp_path_factory):
     for i, (a, b) in enumerate(pairs):
         plan.append({"id": "one_%d" % i, "export": classifier, "signature": "serving_default",
                      "inputs": {"text_a": _strings([a]), "text_b": _strings([b])}})
+    plan += [
+        {"id": "bf16_features", "export": bf16_classifier, "signature": "serve_features",
+         "inputs": {k: _ints(v) for k, v in record_features.items()}},
+        {"id": "bf16_text", "export": bf16_classifier, "signature": "serving_default",
+         "inputs": {"text_a": _strings(texts_a), "text_b": _strings(texts_b)}},
+        {"id": "bf16_encoder", "export": bf16_encoder, "signature": "serve_features",
+         "inputs": {k: _ints(v[:4]) for k, v in record_features.items()}},
+    ]
     results = run_bare(files["tmp"], plan)
     return dict(files=files, exports=exports, results=results, test_results=test_results,
                 pairs=pairs, records=records, record_features=record_features,
@@ -643,28 +679,15 @@ def test_mixed_precision_bf16_export_computes_in_bf16(setup, tmp_path):
     with pytest.raises(UserError, match="--mixed_precision must be one of bf16"):
         export.export_saved_model("mrpc", config, files["vocab"], True, files["finetuned"],
                                   str(tmp_path / "bad"), SEQ_LENGTH, mixed_precision="int8")
-    classifier = export.export_saved_model(
-        "MRPC", config, files["vocab"], True, files["finetuned"], str(tmp_path / "mrpc"),
-        SEQ_LENGTH, version=1, mixed_precision="bf16")
-    encoder = export.export_saved_model(
-        "encoder", config, files["vocab"], True, files["init"], str(tmp_path / "encoder"),
-        SEQ_LENGTH, version=1, mixed_precision="bf16")
-    assert keras.config.dtype_policy().name == "float32"
+    assert not (tmp_path / "bad").exists()
+    # The setup's exports, answered in its bare process.
+    exports = setup["exports"]
     record_features = setup["record_features"]
-    texts_a = [a for a, _ in setup["pairs"]]
-    texts_b = [b for _, b in setup["pairs"]]
-    results = run_bare(str(tmp_path), [
-        {"id": "features", "export": classifier, "signature": "serve_features",
-         "inputs": {k: _ints(v) for k, v in record_features.items()}},
-        {"id": "text", "export": classifier, "signature": "serving_default",
-         "inputs": {"text_a": _strings(texts_a), "text_b": _strings(texts_b)}},
-        {"id": "encoder", "export": encoder, "signature": "serve_features",
-         "inputs": {k: _ints(v[:4]) for k, v in record_features.items()}},
-    ])
-    assert results["modules"] == []
-    for bf16_path, fp32_path in ((classifier, setup["exports"]["classifier"]),
-                                 (encoder, setup["exports"]["encoder"])):
-        got = results["attributes:" + bf16_path]
+    results = {key: setup["results"]["bf16_" + key] for key in ("features", "text", "encoder")}
+    assert setup["results"]["modules"] == []
+    for bf16_path, fp32_path in ((exports["bf16_classifier"], exports["classifier"]),
+                                 (exports["bf16_encoder"], exports["encoder"])):
+        got = setup["results"]["attributes:" + bf16_path]
         want = setup["results"]["attributes:" + fp32_path]
         assert got["variable_dtypes"] == ["bfloat16", "float32"]  # dense kernels in bf16
         assert got["signature_specs"] == want["signature_specs"]

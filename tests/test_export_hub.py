@@ -8,8 +8,8 @@ One export (tiny config, corpus vocab, uncased) serves every test:
   * the encoder against `BertModel` loaded from the same checkpoint;
   * preprocessor -> encoder in a fresh process where tensorflow_text, keras,
     tf_keras and bert_tf cannot be imported;
-  * `hub.KerasLayer` for both in a tf_keras functional model
-    (TF_USE_LEGACY_KERAS=1, in its own process).
+  * then, in that process (TF_USE_LEGACY_KERAS=1) with those packages
+    importable again, `hub.KerasLayer` for both in a tf_keras functional model.
 """
 
 import json
@@ -276,7 +276,7 @@ import json
 
 import numpy as np
 
-preprocessor_dir, encoder_dir, texts_file, out_file = sys.argv[1:]
+preprocessor_dir, encoder_dir, texts_file, out_file, hub_out_file = sys.argv[1:]
 texts = json.load(open(texts_file, encoding="utf-8"))
 preprocessor = tf.saved_model.load(preprocessor_dir)
 encoder = tf.saved_model.load(encoder_dir)
@@ -290,17 +290,17 @@ np.savez(out_file, single=single["pooled_output"].numpy(),
          modules=np.array(modules + [""]))
 '''
 
+# Then, in the same process, what a tf_keras user does (the process has
+# TF_USE_LEGACY_KERAS=1 from its start; the bare part imported none of keras, tf_keras
+# and tensorflow_hub): the packages importable again, hub.KerasLayer for both.
 _HUB_KERAS = r'''
-import os, sys
+if not hub_out_file:
+    raise SystemExit(0)
+import os
+sys.meta_path[:] = [finder for finder in sys.meta_path if not isinstance(finder, Refuse)]
 assert os.environ["TF_USE_LEGACY_KERAS"] == "1"
-import json
-import numpy as np
-import tensorflow as tf
 import tensorflow_hub as hub
 import tf_keras
-
-preprocessor_dir, encoder_dir, texts_file, out_file = sys.argv[1:]
-texts = json.load(open(texts_file, encoding="utf-8"))
 
 text_input = tf_keras.layers.Input(shape=(), dtype=tf.string)
 preprocessor = hub.KerasLayer(preprocessor_dir)
@@ -317,7 +317,7 @@ inputs = [tf_keras.layers.Input(shape=(), dtype=tf.string) for _ in range(2)]
 pair_model = tf_keras.Model(inputs, encoder(pack([tokenize(s) for s in inputs]))["pooled_output"])
 pair = pair_model([tf.constant(texts), tf.constant(texts[::-1])]).numpy()
 
-np.savez(out_file, single=single, pair=pair,
+np.savez(hub_out_file, single=single, pair=pair,
          has_training=encoder._has_training_argument,
          trainable=len(encoder.trainable_weights), weights=len(encoder.weights),
          model_trainable=len(model.trainable_weights),
@@ -325,13 +325,24 @@ np.savez(out_file, single=single, pair=pair,
 '''
 
 
-def _run(script_text, export, tmp_path, texts, env_update):
-    texts_file = tmp_path / "texts.json"
-    texts_file.write_text(json.dumps(texts), encoding="utf-8")
-    out = tmp_path / "out.npz"
-    bare_tf.run_script(script_text, [export.preprocessor_dir, export.encoder_dir, texts_file, out],
-                       tmp_path, env_update)
-    return np.load(str(out))
+def _hub_and_tf_keras_installed():
+    import importlib.util
+    return all(importlib.util.find_spec(name) for name in ("tensorflow_hub", "tf_keras"))
+
+
+@pytest.fixture(scope="module")
+def fresh_process(export, tmp_path_factory):
+    """{"bare": the bare chain's results, "hub": hub.KerasLayer's (None without
+    tensorflow_hub and tf_keras)}: one process, TF_USE_LEGACY_KERAS=1."""
+    tmp = tmp_path_factory.mktemp("hub_process")
+    texts_file = tmp / "texts.json"
+    texts_file.write_text(json.dumps(_texts()[:30]), encoding="utf-8")
+    out, hub_out = tmp / "out.npz", tmp / "hub_out.npz"
+    with_hub = _hub_and_tf_keras_installed()
+    bare_tf.run_script(_BARE_CHAIN + _HUB_KERAS, [
+        export.preprocessor_dir, export.encoder_dir, texts_file, out,
+        hub_out if with_hub else ""], tmp, {"TF_USE_LEGACY_KERAS": "1"})
+    return {"bare": np.load(str(out)), "hub": np.load(str(hub_out)) if with_hub else None}
 
 
 def _expected(export, texts):
@@ -341,9 +352,9 @@ def _expected(export, texts):
 
 
 @pytest.mark.slow
-def test_chain_in_bare_tensorflow_process(export, tmp_path):
+def test_chain_in_bare_tensorflow_process(export, fresh_process):
     texts = _texts()[:30]
-    got = _run(_BARE_CHAIN, export, tmp_path, texts, {})
+    got = fresh_process["bare"]
     assert got["modules"].tolist() == [""]
     single, pair = _expected(export, texts)
     np.testing.assert_allclose(got["single"], single["pooled_output"], atol=1e-5)
@@ -352,11 +363,11 @@ def test_chain_in_bare_tensorflow_process(export, tmp_path):
 
 
 @pytest.mark.slow
-def test_hub_keras_layer_with_tf_keras(export, tmp_path):
+def test_hub_keras_layer_with_tf_keras(export, fresh_process):
     pytest.importorskip("tensorflow_hub")
     pytest.importorskip("tf_keras")
     texts = _texts()[:30]
-    got = _run(_HUB_KERAS, export, tmp_path, texts, {"TF_USE_LEGACY_KERAS": "1"})
+    got = fresh_process["hub"]
     assert bool(got["is_tf_keras"])
     assert bool(got["has_training"])  # hub.KerasLayer passes training=... to the encoder
     n_trainable = len(export.model.trainable_variables)

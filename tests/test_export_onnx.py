@@ -3,7 +3,9 @@
 
 Data: tests/test_export.py's `write_task` (an MRPC-layout task of real English,
 its WordPiece vocab, a tiny BERT as a pre-training checkpoint and fine-tuned
-with a classifier head), plus a multiple-choice head on the same encoder.
+with a classifier head), plus a multiple-choice head on the same encoder; the
+SavedModels compared with are `tests.export_cache`'s (written once per test
+run, read by the hostile-request and SavedModel tests too).
 
 * Parity: ONNX Runtime's outputs (`onnxruntime.InferenceSession`) on the
   FullTokenizer features of real text (`test_export._full_features`: what
@@ -35,11 +37,10 @@ from bert_tf.data import classifier_processors
 from bert_tf.errors import UserError
 from bert_tf.export import onnx as onnx_export
 from bert_tf.export import saved_model as export
-from bert_tf.modeling import checkpoint
 from tests.test_export import EXTRA_TEXTS
 from tests.test_export import SEQ_LENGTH
 from tests.test_export import _full_features
-from tests.test_export import write_task
+from tests import export_cache
 from tests.tolerances import ONNX_ATOL
 from tests.tools import toolrun
 
@@ -53,7 +54,9 @@ ONNX_FILES = ["bert_tf_onnx.json", "model.onnx", "vocab.txt"]
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    files = write_task(tmp_path_factory.mktemp("export_onnx"))
+    files = export_cache.task_files(tmp_path_factory, "export_onnx")
+    files["saved_model"] = lambda kind: export_cache.saved_model(tmp_path_factory, kind)
+    files["head"] = lambda kind: export_cache.head_checkpoint(tmp_path_factory, kind)
     examples = classifier_processors.get_processor("mrpc").get_test_examples(files["data_dir"])
     # Pairs, and single segments: an empty text, one all truncated, non-ASCII.
     files["pairs"] = [(e.text_a, e.text_b) for e in examples[:3]] + [
@@ -119,7 +122,7 @@ def _shapes(path):
 
 @pytest.fixture(scope="module")
 def classifier(files):
-    saved = _export(files, "MRPC", files["finetuned"], "mrpc")
+    saved = files["saved_model"]("classifier")  # MRPC, files["finetuned"]
     onnx_dir = os.path.join(files["tmp"], "models", "mrpc_onnx", "1")
     metadata = onnx_export.convert_saved_model(saved, onnx_dir, "MRPC")
     return {"serve": _serve_features(saved), "onnx": onnx_dir, "metadata": metadata}
@@ -192,33 +195,39 @@ def test_refusals_are_one_line_and_write_nothing(files, tmp_path, monkeypatch):
     assert message.endswith(": pip install bert_tf[onnx]")
 
 
-@pytest.mark.slow
-def test_command_line_without_tf2onnx_exits_2_with_one_line(files, tmp_path):
-    export_dir = tmp_path / "encoder"
-    code = ("import sys; sys.modules['tf2onnx'] = None; "
+@pytest.fixture(scope="module")
+def command_line(files, tmp_path_factory):
+    """One process: imports the export and the tool (and prints the ONNX packages then
+    imported), then runs the command line as if tf2onnx were not installed."""
+    export_dir = tmp_path_factory.mktemp("onnx_command_line") / "encoder"
+    code = ("import sys, bert_tf.export.saved_model, bert_tf.tools.export_saved_model; "
+            "print(sorted(m for m in sys.modules "
+            "if m.split('.')[0] in ('onnx', 'tf2onnx', 'onnxruntime')), flush=True); "
+            "sys.modules['tf2onnx'] = None; "
             "from bert_tf.tools.export_saved_model import main; sys.exit(main(sys.argv))")
-    rc, _, err = toolrun.run([sys.executable, "-c", code, "--task_name=encoder",
-                              "--bert_config_file=" + files["config_file"],
-                              "--vocab_file=" + files["vocab"], "--do_lower_case=true",
-                              "--init_checkpoint=" + files["init"],
-                              "--max_seq_length=%d" % SEQ_LENGTH,
-                              "--export_dir=%s" % export_dir, "--format=onnx"])
+    rc, out, err = toolrun.run([sys.executable, "-c", code, "--task_name=encoder",
+                                "--bert_config_file=" + files["config_file"],
+                                "--vocab_file=" + files["vocab"], "--do_lower_case=true",
+                                "--init_checkpoint=" + files["init"],
+                                "--max_seq_length=%d" % SEQ_LENGTH,
+                                "--export_dir=%s" % export_dir, "--format=onnx"])
+    return {"rc": rc, "out": out, "err": err, "export_dir": export_dir}
+
+
+@pytest.mark.slow
+def test_command_line_without_tf2onnx_exits_2_with_one_line(command_line):
+    rc, err = command_line["rc"], command_line["err"]
     assert rc == 2, err[-3000:]
     assert "Traceback" not in err
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and errors[0].startswith("error: --format=onnx needs tf2onnx"), err
     assert errors[0].endswith("pip install bert_tf[onnx]")
-    assert not export_dir.exists()
+    assert not command_line["export_dir"].exists()
 
 
 @pytest.mark.slow
-def test_importing_the_export_imports_no_onnx_package():
-    code = ("import sys, bert_tf.export.saved_model, bert_tf.tools.export_saved_model; "
-            "print(sorted(m for m in sys.modules "
-            "if m.split('.')[0] in ('onnx', 'tf2onnx', 'onnxruntime')))")
-    rc, out, err = toolrun.run([sys.executable, "-c", code])
-    assert rc == 0, err[-3000:]
-    assert out.strip().splitlines()[-1] == "[]"
+def test_importing_the_export_imports_no_onnx_package(command_line):
+    assert command_line["out"].strip().splitlines()[-1] == "[]", command_line["err"][-3000:]
 
 
 # ---------------------------------------------------------------------------
@@ -228,7 +237,7 @@ def test_importing_the_export_imports_no_onnx_package():
 
 @pytest.mark.slow
 def test_encoder_through_the_tool(files):
-    saved = _export(files, "encoder", files["init"], "encoder")
+    saved = files["saved_model"]("encoder")  # files["init"]
     export_dir = os.path.join(files["tmp"], "models", "encoder_onnx")
     onnx_dir, log = toolrun.run_tool("export_saved_model", [
         "--task_name=encoder", "--bert_config_file=" + files["config_file"],
@@ -253,7 +262,7 @@ def test_encoder_through_the_tool(files):
 
 @pytest.mark.slow
 def test_embeddings(files):
-    saved = _export(files, "embeddings", files["init"], "embeddings")
+    saved = files["saved_model"]("embeddings")  # files["init"]
     onnx_dir = _export(files, "embeddings", files["init"], "embeddings_onnx", format="onnx")
     features = _features(files, [(a, None) for a, _ in files["pairs"]])
     assert sorted(_parity(_serve_features(saved), onnx_dir, _batches(features))) == [
@@ -265,14 +274,9 @@ def test_embeddings(files):
 
 @pytest.mark.slow
 def test_multiple_choice(files):
-    values = checkpoint.read_checkpoint(files["init_prefix"])
-    rng = np.random.RandomState(7)
-    values["output_weights"] = rng.normal(0.0, 1.0, (1, files["config"].hidden_size)).astype(
-        np.float32)
-    values["output_bias"] = np.zeros([1], np.float32)
-    prefix = os.path.join(files["tmp"], "multiple_choice", "model.ckpt-3")
-    checkpoint.write_checkpoint(prefix, values)
-    saved = _export(files, "multiple_choice", prefix, "multiple_choice")
+    # The pre-training checkpoint's encoder with a random head (output_weights [1, hidden]).
+    saved = files["saved_model"]("multiple_choice")
+    prefix = files["head"]("multiple_choice")
     onnx_dir = _export(files, "multiple_choice", prefix, "multiple_choice_onnx", format="onnx")
     # Two questions of three choices each: [2, 3, S].
     features = _features(files, files["pairs"])

@@ -12,8 +12,8 @@ tiny BERT as a pre-training checkpoint and fine-tuned with a classifier head).
   `export_dir/<version>/saved_model.pb`, `variables/`, `assets/vocab.txt`,
   and nothing else is left in export_dir (the temporary directory was
   renamed).
-* The same `--version` again: one `error: ...` line, exit status 2, no
-  traceback, the existing version untouched.
+* The same `--version` again: a one-line `UserError` (the command line's
+  `error: ...` line), the existing version untouched.
 * Bad input: one-line `UserError`s naming the culprit, raised before
   anything is written (the cases run in this process); on the command line,
   exit 2 and no traceback.
@@ -25,8 +25,8 @@ import time
 
 import pytest
 
+from tests import export_cache
 from tests.test_export import SEQ_LENGTH
-from tests.test_export import write_task
 from tests.test_pretraining import tiny_config
 from tests.test_pretraining import write_config
 from tests.tools import toolrun
@@ -39,7 +39,7 @@ VERSION_FILES = ["assets/vocab.txt", "fingerprint.pb", "saved_model.pb",
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    return write_task(tmp_path_factory.mktemp("export_tool"))
+    return export_cache.task_files(tmp_path_factory, "export_tool")
 
 
 def _flags(files, export_dir, **overrides):
@@ -102,10 +102,12 @@ def test_version_layout(files, exported):
 def test_existing_version_is_refused(files, exported):
     path = os.path.join(exported["dir"], "7")
     before = {name: os.stat(os.path.join(path, name)).st_mtime_ns for name in VERSION_FILES}
-    rc, _, err = toolrun.run([sys.executable, TOOL] + _flags(files, exported["dir"], version=7))
-    line = _one_error_line(rc, err)
-    assert line == ("error: %s exists already: pass another --version (versions are never "
-                    "overwritten)" % path)
+    # As the command line parses the flags (a UserError there: exit 2 and its one line,
+    # test_bad_input_gives_one_line_errors_and_writes_nothing).
+    message = toolrun.user_errors_here("export_saved_model", [
+        ("again", _flags(files, exported["dir"], version=7))])["again"]
+    assert message == ("%s exists already: pass another --version (versions are never "
+                       "overwritten)" % path)
     assert {name: os.stat(os.path.join(path, name)).st_mtime_ns
             for name in VERSION_FILES} == before
     assert len(os.listdir(exported["dir"])) == 2
