@@ -54,12 +54,34 @@ def _encodable(text):
         return False
 
 
+def _graph_batches(tokenizer, texts, batch_size):
+    for i in range(0, len(texts), batch_size):
+        yield tokenizer.tokenize(tf.constant([_utf8(t) for t in texts[i:i + batch_size]],
+                                             tf.string))
+
+
 def graph_ids(tokenizer, texts, batch_size=4096):
     out = []
-    for i in range(0, len(texts), batch_size):
-        batch = tf.constant([_utf8(t) for t in texts[i:i + batch_size]], tf.string)
-        out.extend(tokenizer.tokenize(batch).to_list())
+    for ids in _graph_batches(tokenizer, texts, batch_size):
+        out.extend(ids.to_list())
     return out
+
+
+def graph_ids_digest(tokenizer, texts, batch_size=4096):
+    """`ids_digest(graph_ids(...))`, from each batch's values and row splits (no lists)."""
+    h = hashlib.sha256(b"[")
+    separator = b""
+    for ids in _graph_batches(tokenizer, texts, batch_size):
+        assert ids.ragged_rank == 1
+        values = [str(v) for v in ids.flat_values.numpy().tolist()]
+        splits = ids.row_splits.numpy().tolist()
+        if len(splits) > 1:
+            h.update(separator + ",".join(
+                "[" + ",".join(values[a:b]) + "]"
+                for a, b in zip(splits[:-1], splits[1:])).encode("ascii"))
+            separator = b","
+    h.update(b"]")
+    return h.hexdigest()
 
 
 def full_ids(full, texts):
@@ -72,6 +94,18 @@ def assert_same(texts, ours, theirs, name=""):
         if a != b:
             raise AssertionError("%s text %d %r:\n graph %r\n full  %r" % (
                 name, i, texts[i][:300], a[:60], b[:60]))
+
+
+def _encoded(texts):
+    """(the texts that have a UTF-8 form, those forms): `_encodable`'s filter, encoding once."""
+    kept, encoded = [], []
+    for text in texts:
+        try:
+            encoded.append(_utf8(text))
+        except UnicodeEncodeError:
+            continue
+        kept.append(text)
+    return kept, encoded
 
 
 def char_vocab(texts, do_lower_case):
@@ -92,10 +126,12 @@ def ids_digest(ids):
 class Pair(object):
     """A FullTokenizer and a GraphTokenizer on one vocab (the FullTokenizer made on first use)."""
 
-    def __init__(self, vocab_file, do_lower_case):
+    def __init__(self, vocab_file, do_lower_case, vocab=None):
+        """`vocab`: the file's tokens as `load_vocab` reads them, when already read."""
         self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case
-        self.graph = graph_tokenizer.GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
+        self.graph = graph_tokenizer.GraphTokenizer(
+            vocab_file if vocab is None else vocab, do_lower_case=do_lower_case)
         self._full = None
 
     @property
@@ -114,10 +150,11 @@ class Pair(object):
         and names the first text that differs. Returns None when the digest
         decided.
         """
-        texts = [t for t in texts if _encodable(t)]
-        ours = graph_ids(self.graph, texts, batch_size)
-        if reference_digest is not None and ids_digest(ours) == reference_digest:
+        texts, encoded = _encoded(texts)
+        if (reference_digest is not None
+                and graph_ids_digest(self.graph, encoded, batch_size) == reference_digest):
             return None
+        ours = graph_ids(self.graph, encoded, batch_size)
         theirs = full_ids(self.full, texts)
         assert_same(texts, ours, theirs, name)
         assert reference_digest is None or ids_digest(theirs) == reference_digest, (
@@ -348,12 +385,13 @@ def code_point_texts(cps, do_lower_case, per_text=64):
 _CODE_POINT_CHECKS = (("single code point", 0, 1 << 16), ("code points in context", 1, 1024))
 
 
-def check_code_points(cps, do_lower_case, vocab_file, reference_digests=None):
+def check_code_points(cps, do_lower_case, vocab_file, reference_digests=None, vocab=None):
     """Graph against FullTokenizer on `cps` alone and in context.
 
     `reference_digests`: {check name: digest of the FullTokenizer's ids}, or None.
+    `vocab`: the vocab file read (`Pair`).
     """
-    pair = Pair(vocab_file, do_lower_case)
+    pair = Pair(vocab_file, do_lower_case, vocab)
     texts = code_point_texts(cps, do_lower_case)
     for name, which, batch_size in _CODE_POINT_CHECKS:
         pair.check(texts[which], name, batch_size=batch_size,
@@ -448,13 +486,20 @@ def write_reference_digests(directory):
     os.replace(temporary, REFERENCE_DIGESTS_FILE)
 
 
+@pytest.fixture(scope="module")
+def full_char_vocab_file(tmp_path_factory):
+    """The vocab file of every code point and the file read (both casings use them)."""
+    path = _write_vocab(tmp_path_factory.mktemp("all_chars") / "all_chars.txt", full_char_vocab())
+    return path, vocab_module.load_vocab(path)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("do_lower_case", LOWER)
-def test_every_code_point(do_lower_case, tmp_path):
+def test_every_code_point(do_lower_case, full_char_vocab_file):
     """All 1,112,064 code points alone and in context, against the FullTokenizer's digests."""
-    vocab_file = _write_vocab(tmp_path / "all_chars.txt", full_char_vocab())
+    vocab_file, vocab = full_char_vocab_file
     check_code_points(_all_code_points(), do_lower_case, vocab_file,
-                      load_reference_digests(do_lower_case))
+                      load_reference_digests(do_lower_case), vocab=vocab)
 
 
 def test_a_graph_that_differs_from_the_digest_runs_the_full_tokenizer(tmp_path):
@@ -462,6 +507,11 @@ def test_a_graph_that_differs_from_the_digest_runs_the_full_tokenizer(tmp_path):
     texts = [u"a\u00e9b", u"\u03a3x"]
     vocab_file = _write_vocab(tmp_path / "chars.txt", char_vocab(texts, True))
     pair = Pair(vocab_file, True)
+    # The digest of the batches' values and row splits is that of the id lists
+    # (several batches, an empty text among them).
+    for batch_size in (1, 2, 4096):
+        assert graph_ids_digest(pair.graph, texts + [u""], batch_size) == ids_digest(
+            graph_ids(pair.graph, texts + [u""], batch_size))
     expected = pair.check(texts, "known")
     assert pair.check(texts, "known", reference_digest=ids_digest(expected)) is None
     assert pair._full is not None  # made by the first check

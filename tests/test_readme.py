@@ -96,7 +96,25 @@ def _where(block):
 # ------------------------------------------------------------------ fixtures
 
 
+_LEARNED_VOCAB = []  # the text of the vocab once learned
+
+
 def _write_vocab(directory):
+    """vocab.txt learned from the pydoc corpus, in `directory`: (its path, its size).
+
+    Learned once, then written again (the release and the demo have the same).
+    """
+    if not _LEARNED_VOCAB:
+        vocab_file, _ = _learn_vocab(directory)
+        with open(vocab_file, encoding="utf-8", newline="") as f:
+            _LEARNED_VOCAB.append(f.read())
+    vocab_file = os.path.join(directory, "vocab.txt")
+    with open(vocab_file, "w", encoding="utf-8", newline="") as f:
+        f.write(_LEARNED_VOCAB[0])
+    return vocab_file, len(_LEARNED_VOCAB[0].splitlines())
+
+
+def _learn_vocab(directory):
     from bert_tf.data import demo_corpus
     from bert_tf.data import vocab as vocab_lib
 

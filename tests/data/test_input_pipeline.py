@@ -19,7 +19,8 @@ PRED = 5
 
 def _write_records(path, n, seq=SEQ, pred=PRED, offset=0, drop=None):
     """n records whose input_ids[1] is offset + i (so each is recognisable)."""
-    serializer = pd.records.ExampleSerializer(seq, pred, 10 ** 6)
+    # max_id: the largest id written (its varint table is built for each call).
+    serializer = pd.records.ExampleSerializer(seq, pred, max(999, offset + n))
     rng = random.Random(offset)
     with tf.io.TFRecordWriter(path) as w:
         for i in range(n):
