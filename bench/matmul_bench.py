@@ -15,7 +15,12 @@ and [M, I] x [I, D]; nothing else. The sides, each in its own process:
 
   * TensorFlow  `tf.function` of MatMul + BiasAdd with variable weights
                 (Grappler fuses them: oneDNN's `_MklNativeFusedMatMul` on x86),
-                intra- and inter-op threads = the side's threads;
+                intra- and inter-op threads = the side's threads. --tf_form
+                tries other forms of the same product: `constant` (the weights
+                as graph constants, which oneDNN may keep packed), `transposed`
+                ([N, K] weights, `transpose_b`), `batch_matmul` (a batch of one,
+                BatchMatMulV2); TF_ENABLE_ONEDNN_OPTS=0 in the environment runs
+                Eigen's kernels instead of oneDNN's;
   * ONNX Runtime  the same chain as an ONNX graph (MatMul + Add, weights as
                 initializers), CPUExecutionProvider, intra_op_num_threads = the
                 side's threads.
@@ -39,6 +44,7 @@ import benchlib  # noqa: E402
 MODES = {"quick": dict(rounds=4, calls=10), "full": dict(rounds=10, calls=20)}
 SIDES = ("tensorflow", "onnxruntime")
 THREADS = (1, 2)
+TF_FORMS = ("matmul", "constant", "transposed", "batch_matmul")
 
 
 def parse_args(argv=None):
@@ -51,6 +57,8 @@ def parse_args(argv=None):
     parser.add_argument("--hidden_size", type=int, default=384)
     parser.add_argument("--intermediate_size", type=int, default=1536)
     parser.add_argument("--num_hidden_layers", type=int, default=6)
+    parser.add_argument("--tf_form", default="matmul", choices=TF_FORMS,
+                        help="how the TensorFlow side writes each dense layer (see above)")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--calls", type=int, default=None, help="timed chains per M and round")
     parser.add_argument("--role", default="driver", choices=("driver", "worker"))
@@ -91,18 +99,31 @@ def _tensorflow_chain(args):
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     d = args.hidden_size
-    weights = [(tf.Variable(w), tf.Variable(b)) for w, b in _weights(args)]
+    form = args.tf_form
+    if form == "constant":
+        weights = [(tf.constant(w), tf.constant(b)) for w, b in _weights(args)]
+    else:
+        weights = [(tf.Variable(w.T.copy() if form == "transposed" else w), tf.Variable(b))
+                   for w, b in _weights(args)]
+
+    def product(x, w):
+        if form == "transposed":
+            return tf.matmul(x, w, transpose_b=True)
+        if form == "batch_matmul":
+            return tf.reshape(tf.matmul(x[None], w[None]), [-1, w.shape[1]])
+        return tf.matmul(x, w)
 
     @tf.function(input_signature=[tf.TensorSpec([None, d], tf.float32)])
     def chain(x):
         for layer in range(args.num_hidden_layers):
             (wqkv, bqkv), (wo, bo), (wi, bi), (wout, bout) = weights[4 * layer:4 * layer + 4]
-            qkv = tf.nn.bias_add(tf.matmul(x, wqkv), bqkv)
-            attended = tf.nn.bias_add(tf.matmul(qkv[:, :d], wo), bo)
-            x = tf.nn.bias_add(tf.matmul(tf.nn.bias_add(tf.matmul(attended, wi), bi), wout),
-                               bout)
+            qkv = tf.nn.bias_add(product(x, wqkv), bqkv)
+            attended = tf.nn.bias_add(product(qkv[:, :d], wo), bo)
+            x = tf.nn.bias_add(product(tf.nn.bias_add(product(attended, wi), bi), wout), bout)
         return x
-    return lambda x: chain(x).numpy(), "TensorFlow %s" % tf.__version__
+    kernels = "Eigen" if os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0" else "oneDNN"
+    return (lambda x: chain(x).numpy(),
+            "TensorFlow %s (%s, --tf_form=%s)" % (tf.__version__, kernels, form))
 
 
 def _onnxruntime_chain(args):
@@ -164,7 +185,7 @@ def drive(args):
     import statistics
     common = ["--rows=" + ",".join(map(str, args.rows)), "--hidden_size=%d" % args.hidden_size,
               "--intermediate_size=%d" % args.intermediate_size,
-              "--num_hidden_layers=%d" % args.num_hidden_layers]
+              "--num_hidden_layers=%d" % args.num_hidden_layers, "--tf_form=" + args.tf_form]
     workers = [((side, t), benchlib.Worker(
         "%s (%d threads)" % (side, t),
         [sys.executable, os.path.abspath(__file__), "--role=worker", "--side=" + side,

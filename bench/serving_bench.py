@@ -148,7 +148,7 @@ def _feature_runner(impl, path):
                 None, None)
     loaded = tf.saved_model.load(path)
     features = loaded.signatures["serve_features"]
-    text = loaded.signatures["serve_text_a"]
+    text = loaded.signatures.get("serve_text_a")  # a baseline may serve features only
 
     def run(ids, mask):
         [t.numpy() for t in features(input_ids=tf.constant(ids), input_mask=tf.constant(mask),
@@ -157,7 +157,7 @@ def _feature_runner(impl, path):
     def run_text(sentence):
         [t.numpy() for t in text(text_a=tf.constant([sentence])).values()]
     fixed = features.structured_input_signature[1]["input_ids"].shape[1]
-    return None, run, run_text, fixed
+    return None, run, run_text if text is not None else None, fixed
 
 
 def worker(args):
