@@ -19,8 +19,11 @@ and [M, I] x [I, D]; nothing else. The sides, each in its own process:
                 tries other forms of the same product: `constant` (the weights
                 as graph constants, which oneDNN may keep packed), `transposed`
                 ([N, K] weights, `transpose_b`), `batch_matmul` (a batch of one,
-                BatchMatMulV2); TF_ENABLE_ONEDNN_OPTS=0 in the environment runs
-                Eigen's kernels instead of oneDNN's;
+                BatchMatMulV2), `split_rows` (each layer's rows in two halves,
+                two independent branches that meet where attention would, run
+                with 1 intra-op thread and the side's threads as inter-op
+                threads: a kernel per core); TF_ENABLE_ONEDNN_OPTS=0 in the
+                environment runs Eigen's kernels instead of oneDNN's;
   * ONNX Runtime  the same chain as an ONNX graph (MatMul + Add, weights as
                 initializers), CPUExecutionProvider, intra_op_num_threads = the
                 side's threads.
@@ -44,7 +47,7 @@ import benchlib  # noqa: E402
 MODES = {"quick": dict(rounds=4, calls=10), "full": dict(rounds=10, calls=20)}
 SIDES = ("tensorflow", "onnxruntime")
 THREADS = (1, 2)
-TF_FORMS = ("matmul", "constant", "transposed", "batch_matmul")
+TF_FORMS = ("matmul", "constant", "transposed", "batch_matmul", "split_rows")
 
 
 def parse_args(argv=None):
@@ -96,7 +99,8 @@ def _weights(args):
 
 def _tensorflow_chain(args):
     import tensorflow as tf
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    split = args.tf_form == "split_rows"
+    tf.config.threading.set_intra_op_parallelism_threads(1 if split else args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     d = args.hidden_size
     form = args.tf_form
@@ -113,13 +117,24 @@ def _tensorflow_chain(args):
             return tf.reshape(tf.matmul(x[None], w[None]), [-1, w.shape[1]])
         return tf.matmul(x, w)
 
+    def layer_rest(x, layer):  # the three dense layers after query, key and value
+        _, (wo, bo), (wi, bi), (wout, bout) = weights[4 * layer:4 * layer + 4]
+        attended = tf.nn.bias_add(product(x, wo), bo)
+        return tf.nn.bias_add(product(tf.nn.bias_add(product(attended, wi), bi), wout), bout)
+
     @tf.function(input_signature=[tf.TensorSpec([None, d], tf.float32)])
     def chain(x):
         for layer in range(args.num_hidden_layers):
-            (wqkv, bqkv), (wo, bo), (wi, bi), (wout, bout) = weights[4 * layer:4 * layer + 4]
-            qkv = tf.nn.bias_add(product(x, wqkv), bqkv)
-            attended = tf.nn.bias_add(product(qkv[:, :d], wo), bo)
-            x = tf.nn.bias_add(product(tf.nn.bias_add(product(attended, wi), bi), wout), bout)
+            wqkv, bqkv = weights[4 * layer]
+            if not split:
+                x = layer_rest(tf.nn.bias_add(product(x, wqkv), bqkv)[:, :d], layer)
+                continue
+            # Two halves of the rows; they meet after query, key and value (where
+            # attention needs every row) and at the layer's end.
+            half = tf.shape(x)[0] // 2
+            qkv = tf.concat([tf.nn.bias_add(product(part, wqkv), bqkv)
+                             for part in (x[:half], x[half:])], 0)[:, :d]
+            x = tf.concat([layer_rest(part, layer) for part in (qkv[:half], qkv[half:])], 0)
         return x
     kernels = "Eigen" if os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0" else "oneDNN"
     return (lambda x: chain(x).numpy(),
