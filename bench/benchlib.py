@@ -173,6 +173,24 @@ class Worker:
         self._stderr.close()
 
 
+def start_workers(workers, failures):
+    """Waits until each of `workers` (list of (key, Worker)) has set up.
+
+    Returns (infos {key: what the child reported when ready}, the (key, Worker)
+    pairs that started, in order); a child that failed is closed and its
+    error appended to the list `failures`.
+    """
+    infos, live = {}, []
+    for key, w in workers:
+        try:
+            infos[key] = w.ready()
+            live.append((key, w))
+        except WorkerError as e:
+            failures.append(str(e))
+            w.close()
+    return infos, live
+
+
 def time_worker_rounds(workers, rounds, steps, failures, log=False):
     """Starts `workers`, alternates `rounds` timing requests between them, closes them.
 
@@ -188,14 +206,7 @@ def time_worker_rounds(workers, rounds, steps, failures, log=False):
       (infos {key: what the child reported when ready}, times {key: [[s], ...]
       one entry a round, for the workers that answered every round}).
     """
-    live, infos = [], {}
-    for key, w in workers:
-        try:
-            infos[key] = w.ready()
-            live.append((key, w))
-        except WorkerError as e:
-            failures.append(str(e))
-            w.close()
+    infos, live = start_workers(workers, failures)
     times = {key: [] for key, _ in live}
     try:
         for r in range(rounds):

@@ -206,13 +206,12 @@ def drive(args):
         [sys.executable, os.path.abspath(__file__), "--role=worker", "--side=" + side,
          "--threads=%d" % t] + common, benchlib.child_env(CUDA_VISIBLE_DEVICES=""), REPO))
         for side in SIDES for t in THREADS]
-    infos, live = {}, []
-    for key, w in workers:
-        try:
-            infos[key] = w.ready()
-            live.append((key, w))
-        except benchlib.WorkerError as e:
-            benchlib.fail(str(e))
+    failures = []
+    infos, live = benchlib.start_workers(workers, failures)
+    if failures:  # every side is needed for the table
+        for _, w in live:
+            w.close()
+        benchlib.fail(failures[0])
     times = {}
     try:
         for r in range(args.rounds):

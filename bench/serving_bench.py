@@ -288,14 +288,8 @@ def drive(args):
                 "--path=" + path, "--requests_file=" + requests_file]
         workers.append((key, benchlib.Worker(key, argv, benchlib.child_env(
             CUDA_VISIBLE_DEVICES=""), REPO)))
-    infos, failures, live = {}, [], []
-    for key, w in workers:
-        try:
-            infos[key] = w.ready()
-            live.append((key, w))
-        except benchlib.WorkerError as e:
-            failures.append(str(e))
-            w.close()
+    failures = []
+    infos, live = benchlib.start_workers(workers, failures)
     cases = [(name, batch) for name, batch in CASES] + [("short text", 1)]
     times = {}
     try:
