@@ -270,6 +270,18 @@ def apply_mode(args, modes, names_at_least_one, parser):
             parser.error("--%s must be at least 1, got %d" % (name, getattr(args, name)))
 
 
+def parse_positive_ints(value, flag, parser):
+    """A comma-separated list of positive integers (`--batch_sizes`, `--rows`); anything
+    else is a one-line `parser.error` naming the flag."""
+    try:
+        values = [int(v) for v in value.split(",") if v]
+    except ValueError:
+        parser.error("--%s: comma-separated integers, got %r" % (flag, value))
+    if not values or min(values) < 1:
+        parser.error("--%s: positive integers, got %r" % (flag, value))
+    return values
+
+
 def parse_precisions(value, parser):
     """`--precisions` ("fp32,bf16") as a list; an unknown one is a `parser.error`."""
     precisions = [p for p in value.split(",") if p]

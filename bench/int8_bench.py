@@ -65,12 +65,7 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     benchlib.apply_mode(args, MODES, ("seq_length", "threads", "rounds", "iters", "warmup"),
                         parser)
-    try:
-        args.batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
-    except ValueError:
-        parser.error("--batch_sizes: comma-separated integers, got %r" % args.batch_sizes)
-    if not args.batch_sizes or min(args.batch_sizes) < 1:
-        parser.error("--batch_sizes: positive integers, got %r" % args.batch_sizes)
+    args.batch_sizes = benchlib.parse_positive_ints(args.batch_sizes, "batch_sizes", parser)
     if args.bert_config_file and not os.path.isfile(args.bert_config_file):
         parser.error("--bert_config_file: no such file: %s" % args.bert_config_file)
     return args

@@ -70,12 +70,7 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     benchlib.apply_mode(args, MODES, ("rounds", "calls", "hidden_size", "intermediate_size",
                                       "num_hidden_layers"), parser)
-    try:
-        args.rows = [int(r) for r in args.rows.split(",") if r]
-    except ValueError:
-        parser.error("--rows: comma-separated integers, got %r" % args.rows)
-    if not args.rows or min(args.rows) < 1:
-        parser.error("--rows: positive integers, got %r" % args.rows)
+    args.rows = benchlib.parse_positive_ints(args.rows, "rows", parser)
     return args
 
 
