@@ -9,7 +9,9 @@
   with the final checkpoint of the run that was never stopped, bit for bit:
   the input continues at the next unseen batch and the dropout masks are
   those of the same steps. For pre-training (files shuffled and interleaved,
-  records shuffled) and the classifier (records shuffled), on one device and
+  records shuffled) and the classifier (records shuffled; and with
+  --bucket_by_length, batches of similar lengths in a seeded order; every
+  batch cut after its longest row), on one device and
   on 2 replicas (MirroredStrategy over 2 logical CPU devices, in a child
   process: devices are set before TensorFlow starts; pre-training there with
   2 accumulation micro-batches, killed once between two saves, the classifier
@@ -113,7 +115,8 @@ def _write_classifier_data(path, num_examples=40, seed=3):
 
 def _train(kind, data, output_dir, seed, strategy=None, stop_step=None, after_save=False,
            iterations_per_loop=4, num_accumulation_steps=1):
-    """One `Trainer.train` of `kind` ("pretraining" | "classifier") with dropout 0.1.
+    """One `Trainer.train` of `kind` ("pretraining" | "classifier" | "classifier_bucketed")
+    with dropout 0.1.
 
     Returns True if it ran to the end, False if it was stopped (`stop_step`).
     """
@@ -131,7 +134,8 @@ def _train(kind, data, output_dir, seed, strategy=None, stop_step=None, after_sa
         task = ClassifierTask(config, NUM_LABELS)
         dataset_fn = finetuning.train_dataset_fn(
             data, classifier_data.name_to_features(SEQ_LENGTH), BATCH_SIZE,
-            finetuning.record_limits(task, SEQ_LENGTH, NUM_LABELS), seed=seed)
+            finetuning.record_limits(task, SEQ_LENGTH, NUM_LABELS), seed=seed,
+            bucket_by_length=kind == "classifier_bucketed")
     trainer = trainer_lib.Trainer(strategy, task, output_dir, seed=seed, log_steps=100)
     if stop_step is not None:
         _stop_after(trainer, stop_step, after_save)
@@ -222,7 +226,7 @@ def test_one_seed_gives_one_checkpoint_and_another_seed_another(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["pretraining", "classifier"])
+@pytest.mark.parametrize("kind", ["pretraining", "classifier", "classifier_bucketed"])
 def test_killed_twice_and_resumed_equals_the_uninterrupted_run(tmp_path, kind):
     kill_points, differences = _resume_trial(kind, str(tmp_path), random.Random(kind))
     assert differences == [], (kill_points, differences)

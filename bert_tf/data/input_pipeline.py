@@ -192,6 +192,50 @@ def _parse_batch(name_to_features, limits, records):
     return parse
 
 
+# ---------------------------------------------------------- bucketing by length
+
+# --bucket_by_length sorts the records of this many batches at a time.
+BUCKET_WINDOW_BATCHES = 50
+
+
+def batch_by_length(d, batch_size, input_mask_spec, records, seed=None,
+                     window=BUCKET_WINDOW_BATCHES):
+    """Batches of records of similar lengths, in a shuffled order (`--bucket_by_length`).
+
+    The records of `window` batches, as `d` gives them, are sorted by their
+    number of attended positions (`input_mask`; ties keep their order) and cut
+    into batches of `batch_size`, then the batches are shuffled in a buffer of
+    `window`. Each batch then spans a narrow range of lengths, so its cut
+    (`Task.trim_padding`) is short. With a `seed`, the order is a function of
+    it (and a resumed run's skip of the batches already seen lands exactly).
+
+    Args:
+      d: a repeated dataset of unbatched records (`_Records` or
+        `_NumberedRecords` elements, whose names a bad record's error gives).
+      batch_size: examples per batch of this input pipeline.
+      input_mask_spec: the records' `input_mask` `FixedLenFeature`.
+      records: the `_Records` `d` reads.
+
+    Returns:
+      A dataset of batches of serialized records (and their file indexes and
+      numbers), with `drop_remainder=True`.
+    """
+    numbered = isinstance(records, _NumberedRecords)
+
+    def sort(*window_records):
+        names = records.names(window_records[1], window_records[2]) if numbered else None
+        mask = tf.io.parse_example(window_records[0], {"input_mask": input_mask_spec},
+                                   example_names=names)["input_mask"]
+        lengths = tf.reduce_sum(tf.cast(mask != 0, tf.int32), axis=-1)
+        order = tf.argsort(lengths, stable=True)
+        return tuple(tf.gather(values, order) for values in window_records)
+
+    d = d.batch(batch_size * window, drop_remainder=True)
+    d = d.map(sort if numbered else lambda serialized: sort(serialized)[0])
+    d = d.unbatch().batch(batch_size, drop_remainder=True)
+    return d.shuffle(window, seed=seed)
+
+
 # ----------------------------------------------------------------- pre-training
 
 
@@ -216,7 +260,7 @@ def decode_batch(serialized, max_seq_length, max_predictions_per_seq, names=None
 def create_pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq,
                                batch_size, is_training, input_context=None,
                                num_cpu_threads=4, seed=None, check_files=True, config=None,
-                               check_every_record=True):
+                               check_every_record=True, bucket_by_length=False):
     """Builds the pre-training `tf.data.Dataset` (original `input_fn`).
 
     Args:
@@ -241,6 +285,8 @@ def create_pretraining_dataset(input_files, max_seq_length, max_predictions_per_
       check_every_record: bool (new); parse each record under its name and
         check its values (`record_limits`): a bad record fails the iterator
         with an error naming its file and number (`bad_record_error`).
+      bucket_by_length: bool (new); training batches of similar lengths
+        (`batch_by_length`).
 
     Returns:
       A `tf.data.Dataset` of dicts (see `decode_batch`), batches of exactly
@@ -294,10 +340,13 @@ def create_pretraining_dataset(input_files, max_seq_length, max_predictions_per_
 
     # Port note: batch, then one vectorized parse (the original parses each
     # record, then batches); the values are the same.
-    d = d.batch(batch_size, drop_remainder=True)
+    spec = name_to_features(max_seq_length, max_predictions_per_seq)
+    if is_training and bucket_by_length:
+        d = batch_by_length(d, batch_size, spec["input_mask"], records, seed)
+    else:
+        d = d.batch(batch_size, drop_remainder=True)
     limits = record_limits(config, max_seq_length)
-    d = d.map(_parse_batch(name_to_features(max_seq_length, max_predictions_per_seq), limits,
-                           records),
+    d = d.map(_parse_batch(spec, limits, records),
               num_parallel_calls=num_cpu_threads)
     return d.prefetch(tf.data.AUTOTUNE)
 
@@ -306,7 +355,8 @@ def create_pretraining_dataset(input_files, max_seq_length, max_predictions_per_
 
 
 def create_finetuning_dataset(input_file, name_to_features, batch_size, input_context=None,
-                              seed=None, limits=None, check_every_record=True):
+                              seed=None, limits=None, check_every_record=True,
+                              bucket_by_length=False):
     """Training batches of a fine-tuning TFRecord file (original `file_based_input_fn_builder`).
 
     As the original for training: the records repeat forever, are shuffled in
@@ -323,6 +373,8 @@ def create_finetuning_dataset(input_file, name_to_features, batch_size, input_co
       limits: optional `record_limits(...)`; the spec's features among them
         are checked in every record (0/1 features are checked regardless).
       check_every_record: bool; see `create_pretraining_dataset`.
+      bucket_by_length: bool (new); batches of similar lengths after the
+        shuffle (`batch_by_length`).
     """
     records = (_NumberedRecords if check_every_record else _Records)([input_file])
     d = records.of_files([0])
@@ -330,7 +382,10 @@ def create_finetuning_dataset(input_file, name_to_features, batch_size, input_co
     if input_context and input_context.num_input_pipelines > 1:
         d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     d = d.repeat().shuffle(buffer_size=100, seed=seed)
-    d = d.batch(batch_size, drop_remainder=True)
+    if bucket_by_length:
+        d = batch_by_length(d, batch_size, name_to_features["input_mask"], records, seed)
+    else:
+        d = d.batch(batch_size, drop_remainder=True)
     d = d.map(_parse_batch(name_to_features, limits, records),
               num_parallel_calls=tf.data.AUTOTUNE)
     return d.prefetch(tf.data.AUTOTUNE)

@@ -52,6 +52,7 @@ import tensorflow as tf
 from bert_tf import tokenization
 from bert_tf.errors import UserError
 from bert_tf.export import serving_module
+from bert_tf.modeling import padding
 from bert_tf.modeling import precision
 from bert_tf.tasks import embeddings
 
@@ -211,15 +212,8 @@ def _interpreter(model_path, num_threads):
         return interpreter_class(model_path=model_path, num_threads=num_threads)
 
 
-def attended_length(input_mask, multiple=serving_module.LENGTH_MULTIPLE):
-    """The positions a batch needs (NumPy `serving_module.trim_padding`): its last
-    position whose input_mask is not 0 in any row, rounded up to `multiple`, at
-    least 1 and at most the rows' length."""
-    input_mask = np.asarray(input_mask)
-    seq_length = input_mask.shape[-1]
-    columns = np.flatnonzero(np.any(input_mask.reshape(-1, seq_length) != 0, axis=0))
-    last = int(columns[-1]) + 1 if columns.size else 0
-    return min(seq_length, max(1, -(-last // multiple) * multiple))
+# The positions a batch needs (NumPy): where the SavedModel's signatures cut it.
+attended_length = padding.numpy_attended_length
 
 
 class Int8Model(object):

@@ -15,9 +15,9 @@ Every served model runs its encoder fused (`track_model_variables`,
 import tensorflow as tf
 
 from bert_tf.export import fused_encoder
-
-# Trimmed feature rows are cut to a multiple of this many positions (at most their length).
-LENGTH_MULTIPLE = 16
+# The cut every served model makes (its home: bert_tf.modeling.padding).
+from bert_tf.modeling.padding import LENGTH_MULTIPLE  # noqa: F401
+from bert_tf.modeling.padding import trim_padding
 
 
 class Untracked(object):
@@ -117,30 +117,3 @@ class ModelServingModule(tf.Module):
             return {"input_ids": tf.identity(input_ids), "input_mask": input_mask,
                     "segment_ids": segment_ids}
 
-
-def trim_padding(features, multiple=LENGTH_MULTIPLE):
-    """The features cut after the batch's last attended position: no work on padding.
-
-    Rows are padded to max_seq_length, but a short batch needs only its
-    longest row's positions: the others are masked out of every attention
-    (-10000, an exact 0 after the softmax), so the outputs at the kept
-    positions are those of the whole rows (up to float32 rounding of the
-    shorter sums). The length is rounded up to a multiple of `multiple`
-    (at most the rows' length), so a server sees few distinct shapes.
-
-    Args:
-      features: dict of int32 Tensors [..., seq_length] with "input_mask"
-        (and others, of another rank, such as the windows' `text_index`).
-
-    Returns:
-      The same dict, every value of input_mask's rank cut to [..., length]:
-      length >= 1, the last position where any row's input_mask is not 0,
-      rounded up.
-    """
-    mask = features["input_mask"]
-    seq_length = tf.shape(mask)[-1]
-    attended = tf.reshape(tf.cast(mask != 0, tf.int32), [-1, seq_length])  # [rows, S]
-    last = tf.reduce_max(attended * tf.range(1, seq_length + 1)[None, :])  # 0: no row attends
-    length = tf.minimum(seq_length, tf.maximum(1, -(-last // multiple) * multiple))
-    return {key: value[..., :length] if value.shape.rank == mask.shape.rank else value
-            for key, value in features.items()}

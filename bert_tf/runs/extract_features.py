@@ -22,6 +22,7 @@ from bert_tf.data import text_features
 from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
 from bert_tf.modeling import checkpoint
+from bert_tf.modeling import padding
 from bert_tf.modeling import precision
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
@@ -144,6 +145,9 @@ def predict_layers(model, features, layer_indexes, batch_size, jit_compile=False
         batch = features[begin:begin + batch_size]
         arrays = [np.asarray([getattr(f, key) for f in batch], dtype=np.int32)
                   for key in ("input_ids", "input_mask", "input_type_ids")]
+        # No work on padding: the batch up to its longest row (the JSON reads real tokens only).
+        length = padding.numpy_attended_length(arrays[1], padding.TRAINING_LENGTH_MULTIPLE)
+        arrays = [array[:, :length] for array in arrays]
         layer_outputs = [out.numpy() for out in _predict(*arrays)]
         for k, feature in enumerate(batch):
             yield feature, [out[k] for out in layer_outputs]

@@ -123,17 +123,20 @@ def train_schedule(num_train_examples, train_batch_size, num_train_epochs, warmu
     return num_train_steps, int(num_train_steps * warmup_proportion)
 
 
-def train_dataset_fn(input_file, name_to_features, train_batch_size, limits=None, seed=None):
+def train_dataset_fn(input_file, name_to_features, train_batch_size, limits=None, seed=None,
+                     bucket_by_length=False):
     """`fn(input_context)`: the per-replica training batches of a fine-tuning TFRecord file.
 
     `limits` (`input_pipeline.record_limits`): the values every record is checked against.
     `seed` (`--seed`): a reproducible shuffle; None: unseeded, as the original.
+    `bucket_by_length` (`--bucket_by_length`): batches of similar lengths.
     """
     def dataset_fn(input_context):
         return input_pipeline.create_finetuning_dataset(
             input_file, name_to_features,
             input_context.get_per_replica_batch_size(train_batch_size),
-            input_context=input_context, limits=limits, seed=seed)
+            input_context=input_context, limits=limits, seed=seed,
+            bucket_by_length=bucket_by_length)
     return dataset_fn
 
 
@@ -234,7 +237,8 @@ def train_on_records(trainer, train_file, spec, limits, train_batch_size, num_tr
     `keeper`: a `BestCheckpoint`, or None.
     """
     return trainer.train(
-        train_dataset_fn(train_file, spec, train_batch_size, limits, seed=scale_out.seed),
+        train_dataset_fn(train_file, spec, train_batch_size, limits, seed=scale_out.seed,
+                         bucket_by_length=scale_out.bucket_by_length),
         train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
         init_checkpoint=init_checkpoint, save_checkpoints_steps=save_checkpoints_steps,
         iterations_per_loop=iterations_per_loop, best_checkpoint=keeper,

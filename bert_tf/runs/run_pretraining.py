@@ -91,7 +91,8 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
                     input_files, max_seq_length, max_predictions_per_seq,
                     input_context.get_per_replica_batch_size(batch_size), is_training,
                     input_context=input_context, check_files=False, config=bert_config,
-                    seed=scale_out.seed if is_training else None)
+                    seed=scale_out.seed if is_training else None,
+                    bucket_by_length=scale_out.bucket_by_length)
             return fn
 
         results = {}

@@ -96,6 +96,10 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
                             max_query_length, doc_stride, n_best_size, max_answer_length,
                             predict_batch_size)
     dev_eval.check()
+    if scale_out.bucket_by_length:
+        raise UserError("--bucket_by_length: run_squad keeps every row whole (the original's "
+                        "span loss reads every position, padding included), so batches of "
+                        "similar lengths save nothing")
     if dev_eval.enabled and do_train and not (predict_file and squad_evaluate.has_answers(
             predict_file)):
         raise UserError("--eval_every_steps scores --predict_file while training: give a "

@@ -31,11 +31,18 @@ original's metrics.
 The same contract drives Keras: the models' `fit` / `evaluate` / `predict`
 (`bert_tf.tasks.task_model.TaskModel`) run the trainer's replica step, keep
 these sums in Keras metrics and return `predict_step`'s outputs.
+
+No work on padding: the steps hand the loss, `eval_step` and `predict_step`
+each batch cut after its longest row (`trim_padding`, which reads
+`sequence_features`), and put `predict_step`'s per-position outputs
+(`sequence_outputs`) back at the rows' length.
 """
 
 import abc
 
 import tensorflow as tf
+
+from bert_tf.modeling import padding
 
 
 class Task(abc.ABC):
@@ -61,12 +68,41 @@ class Task(abc.ABC):
     metric_sum_keys = ()
     eval_sum_keys = ()
     default_best_metric = "loss"
+    # The features with a value per position [batch_size, seq_length], cut with
+    # the batch (`trim_padding`).
+    sequence_features = ("input_ids", "input_mask", "segment_ids")
+    # `predict_step`'s outputs with a value per position [batch_size,
+    # seq_length, ...]: name -> the value the positions cut off are given back
+    # (`bert_tf.training.steps.predict_outputs`).
+    sequence_outputs = {}
 
     def __init__(self, config):
         self.config = config
     # Whether `eval_results_from_predictions` adds metrics that need every
     # prediction (e.g. a rank correlation), not only sums.
     needs_eval_predictions = False
+
+    def trim_padding(self, features):
+        """`features` cut after the batch's last attended position: no work on padding.
+
+        Every feature of `sequence_features` is cut to the batch's longest row
+        (its last position whose `input_mask` is not 0), rounded up to a
+        multiple of `padding.TRAINING_LENGTH_MULTIPLE` (at most the rows'
+        length). The loss, the eval sums and the predictions at the kept
+        positions are those of the whole rows (within float32 rounding): no
+        loss reads a padding position, and no attention sees one. Features
+        without `input_mask`, or with `inputs_embeds` / `position_ids` (given
+        whole by the user), are kept as they are.
+        """
+        if features.get("input_mask") is None or any(
+                features.get(key) is not None for key in ("inputs_embeds", "position_ids")):
+            return features
+        return padding.trim_padding(features, self.sequence_features,
+                                    padding.TRAINING_LENGTH_MULTIPLE, mask=self.kept_mask(features))
+
+    def kept_mask(self, features):
+        """The positions a cut must keep (nonzero), [batch_size, seq_length]: `input_mask`."""
+        return features["input_mask"]
 
     @abc.abstractmethod
     def build_model(self):

@@ -380,7 +380,8 @@ class SentenceEmbedder(TaskModel, keras.Model):
             @tf.function(input_signature=[tf.TensorSpec([None], tf.string)],
                          reduce_retracing=True)
             def function(texts):
-                return self(texts, training=False)["embeddings"]
+                # Keras's predict step: the batch cut after its longest text.
+                return self.predict_step(texts)["embeddings"]
             self.__dict__["_encode_function_"] = function
         return function
 
@@ -486,6 +487,16 @@ class EmbeddingsTask(WeightedAccuracyTask):
 
     def build_model(self):
         return SentenceEmbedder(self.config, self.pooling, self.normalize, scale=self.scale)
+
+    def trim_padding(self, features):
+        """The anchors cut after their longest row, the positives after theirs."""
+        trimmed = dict(super().trim_padding(features))
+        positives = {key: features[POSITIVE + key] for key in self.sequence_features
+                     if features.get(POSITIVE + key) is not None}
+        if positives:
+            trimmed.update({POSITIVE + key: value
+                            for key, value in super().trim_padding(positives).items()})
+        return trimmed
 
     def _pair_losses(self, model, features, training):
         if POSITIVE + "input_ids" not in features:

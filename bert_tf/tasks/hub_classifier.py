@@ -78,10 +78,14 @@ class HubModule(object):
       variables: [(name, shape, trainable)] of its variables.
       training_values: the values its `__call__` was saved for as `training`
         (a reusable SavedModel's: False and True); empty if it takes none.
+      any_length: whether its `__call__` takes rows of any length (each
+        input's second dimension open), so batches can be cut after their
+        longest row.
     """
 
     def __init__(self, handle, path, vocab_file, do_lower_case, hidden_size, vocab_size,
-                 max_position_embeddings, variables, training_values=frozenset()):
+                 max_position_embeddings, variables, training_values=frozenset(),
+                 any_length=False):
         self.handle = handle
         self.path = path
         self.vocab_file = vocab_file
@@ -91,6 +95,7 @@ class HubModule(object):
         self.max_position_embeddings = max_position_embeddings
         self.variables = variables
         self.training_values = frozenset(training_values)
+        self.any_length = bool(any_length)
 
     def __repr__(self):
         return "HubModule(%r)" % self.handle
@@ -164,6 +169,14 @@ def _dict_values(value):
             yield from _dict_values(pair.value)
 
 
+def _open_length(spec):
+    """Whether a `StructuredValue` tensor spec's second dimension (the length) is open."""
+    if spec.WhichOneof("kind") != "tensor_spec_value":
+        return False
+    dims = spec.tensor_spec_value.shape.dim
+    return len(dims) == 2 and dims[1].size < 0
+
+
 def _training_values(signature):
     """The `training` values of a `(args, kwargs)` input signature: a bool after the inputs."""
     kind = signature.WhichOneof("kind")
@@ -231,6 +244,7 @@ def inspect_hub_module(handle, max_seq_length=None):
     taken = set()
     outputs = []
     training_values = set()
+    any_length = bool(functions)
     for function in functions:
         signature = function.canonicalized_input_signature
         keys = set(k for fields in _dict_values(signature) for k in fields)
@@ -238,6 +252,9 @@ def inspect_hub_module(handle, max_seq_length=None):
         if all(k in keys for k in ENCODER_INPUTS):
             outputs.extend(_dict_values(function.output_signature))
             training_values.update(_training_values(signature))
+            any_length = any_length and all(
+                _open_length(fields[k]) for fields in _dict_values(signature)
+                for k in ENCODER_INPUTS if k in fields)
     missing = [k for k in ENCODER_INPUTS if k not in taken]
     if missing:
         raise not_an_encoder("its __call__ takes no %s: a BERT encoder's takes a dict of int32 "
@@ -291,7 +308,7 @@ def inspect_hub_module(handle, max_seq_length=None):
                         "model was only trained up to sequence length %d (the rows of %s in %s)"
                         % (max_seq_length, max_seq_length, max_positions, position_name, where))
     return HubModule(handle, path, vocab_file, do_lower_case, hidden_size, vocab_size,
-                     max_positions, variables, training_values)
+                     max_positions, variables, training_values, any_length)
 
 
 def load_encoder(module):
@@ -418,6 +435,12 @@ class HubClassifierTask(ClassifierTask):
         # was checked against the word embeddings in `inspect_hub_module`).
         super().__init__(None, num_labels, is_regression=is_regression)
         self.module = module
+
+    def trim_padding(self, features):
+        """Cut after the batch's longest row where the encoder takes any length, else whole."""
+        if not self.module.any_length:
+            return features
+        return super().trim_padding(features)
 
     def build_model(self):
         module = self.module

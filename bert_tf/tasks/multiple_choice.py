@@ -230,6 +230,17 @@ class MultipleChoiceTask(ClassifierTask):
     def build_model(self):
         return BertMultipleChoice(self.config, num_choices=self.num_choices)
 
+    def trim_padding(self, features):
+        """Every choice's row cut after the batch's longest choice (flattened records
+        [batch_size, num_choices * seq_length] first unflattened)."""
+        input_ids = features.get("input_ids")
+        if input_ids is not None and input_ids.shape.rank == 2 and self.num_choices:
+            features = dict(features)
+            length = (input_ids.shape[-1] or tf.shape(input_ids)[-1]) // self.num_choices
+            features.update({key: tf.reshape(features[key], [-1, self.num_choices, length])
+                             for key in _FEATURE_KEYS if key in features})
+        return super().trim_padding(features)
+
     def _example_losses(self, logits, label_ids):
         # The classifier's softmax cross-entropy, for a number of choices known
         # only when the batch comes (the classifier's one_hot needs it before).

@@ -97,6 +97,9 @@ class TaskModel(object):
         `metric_fn` metrics and the Estimator's `loss`.
       * `predict_step` is `task.predict_step`, the one prediction contract
         (what `Trainer.predict` returns too).
+      * No work on padding: each step runs on its batch cut after the
+        longest row (`Task.trim_padding`), as the trainer's, unless the
+        model is compiled with XLA (`jit_compile`) or runs on a TPU.
       * Training logs: `loss` (the mean over steps of each global batch's
         loss) and `task.train_metrics`.
 
@@ -305,7 +308,8 @@ class TaskModel(object):
         features = self.features_from_data(data)
         replica_step = steps.build_replica_train_step(
             task, self, self.optimizer,
-            loss_scaling=isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer))
+            loss_scaling=isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer),
+            trim_padding=self._trims_padding())
         values = replica_step(features)  # [loss share, metric sums...]
         sums = {"loss_sum": values[0], "num_steps": _first_replica()}
         sums.update({k: values[i + 1] for i, k in enumerate(task.metric_sum_keys)})
@@ -316,7 +320,8 @@ class TaskModel(object):
         state = self._task_model_state()
         # The global batch's sums, as the trainer's eval loop adds them up (every
         # replica holds them; the first one adds them to the metric).
-        batch = steps.replica_eval_sums(self.task, self, self.features_from_data(data))
+        batch = steps.replica_eval_sums(self.task, self, self.features_from_data(data),
+                                        self._trims_padding())
         first = _first_replica()
         sums = {k: value * first for k, value in batch.items()}
         sums["num_batches"] = first
@@ -327,7 +332,11 @@ class TaskModel(object):
         x, y, _ = keras.utils.unpack_x_y_sample_weight(data)
         if keras_data.is_text_pair(x, y):  # a dataset of (text_a, text_b): both are x
             x = (x, y)
-        return self.task.predict_step(self, self.model_inputs(x))
+        return steps.predict_outputs(self.task, self, self.model_inputs(x), self._trims_padding())
+
+    def _trims_padding(self):
+        """Whether the steps cut each batch's padding (not for XLA's or a TPU's fixed shapes)."""
+        return not steps.fixed_shapes(self.distribute_strategy, self.jit_compile)
 
     def fit(self, x=None, y=None, *args, **kwargs):
         """Keras's `fit`, on every form of data a Keras user writes (see `keras_data.UserData`)."""
@@ -397,7 +406,7 @@ class TaskModel(object):
         @tf.function
         def predict(data):
             features = self.features_from_data(data)
-            outputs = dict(task.predict_step(self, features))
+            outputs = steps.predict_outputs(task, self, features, self._trims_padding())
             # The labels as given, unless predict_step hands them back already (in their shape).
             for key, value in passed_through(
                     features, task.label_keys + ("is_real_example",)).items():

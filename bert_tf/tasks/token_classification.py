@@ -311,6 +311,9 @@ class TokenClassificationTask(WeightedAccuracyTask):
     label_keys = ("label_ids",)
     metric_sum_keys = ("correct", "words")
     eval_sum_keys = ("weight", "loss_sum", "correct")
+    sequence_features = WeightedAccuracyTask.sequence_features + ("label_ids", "label_mask")
+    # Positions cut off are padding: no label, predicted as id 0 (never read).
+    sequence_outputs = {"logits": 0.0, "predictions": 0}
 
     def __init__(self, config, num_labels, labels=None):
         super().__init__(config)
@@ -327,6 +330,13 @@ class TokenClassificationTask(WeightedAccuracyTask):
 
     def build_model(self):
         return BertTokenClassifier(self.config, self.num_labels, labels=self.labels)
+
+    def kept_mask(self, features):
+        """`input_mask`, and every labelled position (a label on padding is read by the loss)."""
+        kept = tf.cast(features["input_mask"], tf.int32)
+        if features.get("label_ids") is not None:
+            kept = tf.maximum(kept, tf.cast(labels_and_mask(features)[1] > 0, tf.int32))
+        return kept
 
     def loss_normalizers(self, features):
         _, mask = labels_and_mask(features)

@@ -2,7 +2,8 @@
 
 `ScaleOut` holds what the training tools' new flags say (`--distribution_strategy`,
 `--num_gpus`, `--use_xla`, `--mixed_precision`, `--num_accumulation_steps`,
-`--optimizer_type`, `--log_steps`, `--gradient_checkpointing`, `--seed`) and the original's
+`--optimizer_type`, `--log_steps`, `--gradient_checkpointing`, `--seed`, `--trim_padding`,
+`--bucket_by_length`) and the original's
 TPU flags (`--use_tpu`, `--tpu_name`, `--tpu_zone`, `--gcp_project`, `--master`,
 `--num_tpu_cores`), and makes what they ask for: the `tf.distribute.Strategy`
 (`create_strategy`, before any TensorFlow op runs: MultiWorkerMirroredStrategy
@@ -49,6 +50,9 @@ class ScaleOut(object):
         backward pass (`BertModel`'s option; see `configure_model`).
       heartbeat_timeout: multi_worker_mirrored: seconds without a heartbeat
         after which a worker counts as lost.
+      trim_padding: run each batch cut after its longest row (`Trainer`'s).
+      bucket_by_length: training batches of similar lengths (the runs'
+        training input pipelines, `input_pipeline.bucket_by_length`).
       seed: None (unseeded, as the original) or an int >= 0: a reproducible
         run that resumes exactly. The initial weights, the input order and
         the dropout masks follow from it (`Trainer`'s `seed`; the runs pass it
@@ -125,11 +129,36 @@ class ScaleOut(object):
         "same checkpoint as a run never stopped. Default: unseeded, as the original.",
         lower_bound=0)
 
+    trim_padding: bool = option(
+        True,
+        "No work on padding: training, evaluation and prediction run each batch cut after "
+        "its longest row (rounded up to a multiple of 8 positions), with the numbers of "
+        "whole rows within float32 rounding. False: every row at --max_seq_length, as the "
+        "original. Rows stay whole with --use_xla and on TPU (fixed shapes), and in "
+        "run_squad (its loss reads every position).")
+    bucket_by_length: bool = option(
+        False,
+        "Training batches of rows of similar lengths, so each is cut short "
+        "(--trim_padding): the records of 50 batches in the original's order are sorted "
+        "by length and cut into batches, which are then shuffled (with --seed, "
+        "reproducibly, and a resumed run continues exactly). Default: the original's order.")
+
     heartbeat_timeout: float = option(
         10.0,
         "multi_worker_mirrored: seconds without a heartbeat after which a worker counts "
         "as lost and the run stops (TensorFlow's default, 10). Raise it on machines so "
         "loaded that a live worker can miss its beat.")
+
+    def __post_init__(self):
+        if self.bucket_by_length and not self.trim_padding:
+            raise UserError("--bucket_by_length groups rows of similar lengths for the cut of "
+                            "--trim_padding; with --trim_padding=false every row is whole: "
+                            "drop one of the two")
+        if self.bucket_by_length and (self.use_xla or self.use_tpu
+                                      or self.distribution_strategy == "tpu"):
+            raise UserError("--bucket_by_length: with %s every row stays whole (fixed shapes), "
+                            "so batches of similar lengths save nothing"
+                            % ("--use_xla" if self.use_xla else "a TPU"))
 
     def strategy_name(self):
         """The strategy asked for: tpu with --use_tpu, mirrored with --num_gpus > 1, one_device
@@ -184,7 +213,8 @@ class ScaleOut(object):
     def trainer_options(self):
         """The keyword arguments of `Trainer` these options set (precision, XLA, logging)."""
         return {"mixed_precision": self.mixed_precision, "use_xla": self.use_xla,
-                "log_steps": self.log_steps, "seed": self.seed}
+                "log_steps": self.log_steps, "seed": self.seed,
+                "trim_padding": self.trim_padding}
 
     def configure_model(self, bert_config):
         """`bert_config` with the model options these flags set (`gradient_checkpointing`)."""

@@ -18,11 +18,51 @@ stopped.
 
 `bert_tf.tasks.task_model.TaskModel` makes the same replica step Keras's
 `train_step`.
+
+No work on padding (`trim_padding=True`, the default): each (micro-)batch
+reaches the task cut after its longest row (`Task.trim_padding`), in
+training, evaluation and prediction; the traced functions take rows of any
+length, so a run traces each once. XLA and TPUs compile fixed shapes: there
+the rows stay whole (`fixed_shapes`).
 """
 
 import tensorflow as tf
 
+from bert_tf.modeling import padding
 from bert_tf.modeling.layers import dropout as dropout_lib
+
+
+def fixed_shapes(strategy, use_xla=False):
+    """Whether steps under `strategy` must see whole rows: XLA, or a TPU strategy."""
+    return bool(use_xla) or isinstance(
+        strategy, (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy))
+
+
+def predict_outputs(task, model, features, trim_padding=True):
+    """`task.predict_step` on `features` cut (`Task.trim_padding`), at the rows' length.
+
+    The per-position outputs (`task.sequence_outputs`) come back padded to the
+    features' length with the task's value for the positions cut off, so
+    every batch's outputs have one shape (gathered over replicas, concatenated
+    over batches); the features it hands back are the uncut ones.
+    """
+    if not trim_padding:
+        return dict(task.predict_step(model, features))
+    trimmed = task.trim_padding(features)
+    outputs = dict(task.predict_step(model, trimmed))
+    if trimmed is features:
+        return outputs
+    mask = features["input_mask"]
+    length = mask.shape[1] if mask.shape.rank == 2 and mask.shape[1] else tf.shape(mask)[1]
+    for key, constant in task.sequence_outputs.items():
+        if key in outputs:
+            outputs[key] = padding.pad_to_length(outputs[key], length, axis=1,
+                                                 constant=constant)
+    # A feature handed back (label_ids, label_mask) is handed back whole.
+    for key in task.sequence_features:
+        if key in outputs and features.get(key) is not None:
+            outputs[key] = features[key]
+    return outputs
 
 
 def split_micro_batches(features, num_micro_batches):
@@ -116,7 +156,7 @@ def whole_step_compiles(strategy):
 
 
 def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, use_xla=False,
-                             loss_scaling=False, dropout_seed=None):
+                             loss_scaling=False, dropout_seed=None, trim_padding=True):
     """One replica's training step: loss, gradients, one optimizer update.
 
     With `use_xla`, the whole step (forward, backward, accumulation, the
@@ -130,6 +170,9 @@ def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, u
     by (dropout_seed, global_step, replica, micro-batch) (`dropout_key`);
     None: each `Dropout` draws from its own seed generator.
 
+    With `trim_padding` (not under XLA), each micro-batch's loss and
+    gradients are computed on it cut after its longest row (`Task.trim_padding`).
+
     Returns:
       `fn(features) -> float32 [1 + len(task.metric_sum_keys)]`: this
       replica's share of the loss, then its metric sums (one vector, so the
@@ -137,8 +180,11 @@ def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, u
     """
     metric_keys = tuple(task.metric_sum_keys)
     dropouts = dropout_lib.dropout_layers(model) if dropout_seed is not None else None
+    trim = trim_padding and not use_xla
 
     def compute_gradients(features, normalizers, micro_batch=0):
+        if trim:
+            features = task.trim_padding(features)
         variables = model.trainable_variables
         with tf.GradientTape() as tape:
             if dropouts is None:
@@ -253,17 +299,18 @@ def initial_eval_sums(task):
     return {k: tf.constant(0.0) for k in eval_sum_keys(task)}
 
 
-def replica_eval_sums(task, model, features):
+def replica_eval_sums(task, model, features, trim_padding=True):
     """One global eval batch's sums, in a replica context: the one reduction of evaluation.
 
     The task's `eval_step` sums on this replica, summed over every replica
     (one collective), and `batch_loss_sum`: the batch's loss
     (`task.eval_batch_loss`, the Estimator's `loss` metric times the number
     of batches). Every replica returns the same values. `Trainer.evaluate`'s
-    loop and the task models' Keras `test_step` both add these up.
+    loop and the task models' Keras `test_step` both add these up. With
+    `trim_padding`, `eval_step` sees the batch cut after its longest row.
     """
     keys = tuple(task.eval_sum_keys)
-    local = task.eval_step(model, features)
+    local = task.eval_step(model, task.trim_padding(features) if trim_padding else features)
     total = tf.distribute.get_replica_context().all_reduce(
         tf.distribute.ReduceOp.SUM, tf.stack([tf.cast(local[k], tf.float32) for k in keys]))
     batch = {k: total[j] for j, k in enumerate(keys)}
@@ -290,7 +337,7 @@ def eval_results(task, sums, num_batches, predictions=None):
     return results
 
 
-def build_eval_loop(strategy, task, model):
+def build_eval_loop(strategy, task, model, trim_padding=True):
     """`loop(iterator, num_steps, sums) -> sums`: adds `num_steps` batches' eval sums to `sums`.
 
     Each batch's sums are `replica_eval_sums` (all-reduced in the replicas;
@@ -302,7 +349,7 @@ def build_eval_loop(strategy, task, model):
     """
 
     def replica_step(features):
-        return replica_eval_sums(task, model, features)
+        return replica_eval_sums(task, model, features, trim_padding)
 
     @tf.function
     def eval_loop(iterator, num_steps, sums):
@@ -316,15 +363,18 @@ def build_eval_loop(strategy, task, model):
     return eval_loop
 
 
-def build_predict_step(strategy, task, model, keep_keys=("example_index", "is_real_example")):
+def build_predict_step(strategy, task, model, keep_keys=("example_index", "is_real_example"),
+                       trim_padding=True):
     """`step(iterator) -> {name: Tensor [global_batch, ...]}` for one global batch.
 
-    The task's per-example outputs (`task.predict_step`) plus the features in
-    `keep_keys`, gathered from every replica (and worker) in replica order.
+    The task's per-example outputs (`predict_outputs`: `task.predict_step`,
+    on the batch cut after its longest row with `trim_padding`) plus the
+    features in `keep_keys`, gathered from every replica (and worker) in
+    replica order.
     """
 
     def replica_predict_step(features):
-        outputs = dict(task.predict_step(model, features))
+        outputs = predict_outputs(task, model, features, trim_padding)
         for key in keep_keys:
             if key in features:
                 outputs[key] = features[key]

@@ -17,8 +17,9 @@ does what it did for `run_pretraining.py`, `run_classifier.py` and
     `loss` and `global_step`; `predict` returns the task's per-example
     outputs in input order.
 
-New: mixed precision (`bf16` / `fp16` with dynamic loss scaling), XLA,
-exact gradient accumulation, a NaN/Inf stop, progress logs every `log_steps`
+New: no work on padding (each batch cut after its longest row, see
+`bert_tf.training.steps`), mixed precision (`bf16` / `fp16` with dynamic loss
+scaling), XLA, exact gradient accumulation, a NaN/Inf stop, progress logs every `log_steps`
 steps (steps/s, examples/s, ETA) and TensorBoard summaries in `output_dir`
 (train) and `output_dir/eval`. A bad input record (the pipeline checks every
 record, see `bert_tf.data.input_pipeline`) stops training, evaluation or
@@ -148,19 +149,28 @@ class Trainer(object):
         are drawn from it, dropout masks are keyed by (seed, global_step,
         replica, micro-batch, layer) and `train` resumes the input at the
         next unseen batch (see `train`).
+      trim_padding: bool (default True): training, evaluation and prediction
+        run each batch cut after its longest row (`Task.trim_padding`), the
+        same numbers as whole rows within float32 rounding; False: every row
+        at its full length, as the original. Under XLA and on TPU the rows
+        stay whole (fixed shapes).
 
     The model is built in the constructor (`self.model`).
     """
 
     def __init__(self, strategy, task, output_dir, mixed_precision=None, use_xla=False,
                  keep_checkpoint_max=output_dir_lib.KEEP_CHECKPOINT_MAX, log_steps=LOG_STEPS,
-                 seed=None):
+                 seed=None, trim_padding=True):
         _check_positive(log_steps=log_steps)
         self.strategy = strategy
         self.task = task
         self.output_dir = output_dir
         self.mixed_precision = mixed_precision or None
         self.use_xla = bool(use_xla)
+        self.trim_padding = bool(trim_padding) and not steps_lib.fixed_shapes(strategy, use_xla)
+        if trim_padding and not self.trim_padding:
+            logging.info("Every row runs at its full length (%s compiles fixed shapes)",
+                         "XLA" if use_xla else "the TPU")
         self.keep_checkpoint_max = keep_checkpoint_max
         self.log_steps = int(log_steps)
         self.is_chief = distribute.is_chief(strategy)
@@ -272,7 +282,7 @@ class Trainer(object):
             replica_step = steps_lib.build_replica_train_step(
                 self.task, self.model, self.optimizer, num_accumulation_steps,
                 use_xla=self.use_xla, loss_scaling=self.mixed_precision == "fp16",
-                dropout_seed=self.seed)
+                dropout_seed=self.seed, trim_padding=self.trim_padding)
             self._train_loops[num_accumulation_steps] = steps_lib.build_train_loop(
                 self.strategy, self.task, replica_step, stop_flag=self._stop_flag)
         return self._train_loops[num_accumulation_steps]
@@ -505,7 +515,8 @@ class Trainer(object):
                      ", examples = %d" % data.num_examples if isinstance(data, FiniteInput)
                      else "")
         if self._eval_loop is None:
-            self._eval_loop = steps_lib.build_eval_loop(self.strategy, self.task, self.model)
+            self._eval_loop = steps_lib.build_eval_loop(self.strategy, self.task, self.model,
+                                                        trim_padding=self.trim_padding)
         start = time.time()
         iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
         progress = item_progress.ItemProgress("evaluation", num_steps, "batches",
@@ -597,8 +608,8 @@ class Trainer(object):
         logging.info("  Num examples = %d, batch size = %d, steps = %d", data.num_examples,
                      data.global_batch_size, data.num_steps)
         if self._predict_step is None:
-            self._predict_step = steps_lib.build_predict_step(self.strategy, self.task,
-                                                              self.model)
+            self._predict_step = steps_lib.build_predict_step(
+                self.strategy, self.task, self.model, trim_padding=self.trim_padding)
         iterator = iter(self.strategy.distribute_datasets_from_function(data.dataset_fn))
         rows = []
         # A line every log_steps steps, and at least every 10 s.
