@@ -95,13 +95,12 @@ def _ner(rng):
     return TokenClassificationTask(tiny_config(), NUM_LABELS, labels=["O", "B-X", "I-X"]), features
 
 
-def _ner_label_on_padding(rng):
-    """Keras's form (no label_mask; -1: no label) with a label on padding, past the longest row:
-    the loss reads it, so the cut keeps it."""
+def _ner_labels_padded_with_0(rng):
+    """Keras's form (no label_mask; -1: no label), the labels padded with 0 ("O") past each row:
+    a padding position is no token, and its label is not read."""
     task, features = _ner(rng)
     del features["label_mask"]
-    features["label_ids"] = np.where(features["input_mask"] > 0, features["label_ids"], -1)
-    features["label_ids"][0, 20] = 2
+    features["label_ids"][:, 0] = -1  # [CLS]
     return task, features
 
 
@@ -135,18 +134,18 @@ def _pretraining(rng):
 
 
 TASKS = {"classifier": _classifier, "multi_label": _multi_label, "regression": _regression,
-         "ner": _ner, "ner_label_on_padding": _ner_label_on_padding,
+         "ner": _ner, "ner_labels_padded_with_0": _ner_labels_padded_with_0,
          "multiple_choice": _multiple_choice, "embeddings": _embeddings,
          "pretraining": _pretraining}
 # The length each batch is cut to (its longest row: 11 tokens; 7 for the embeddings'
-# anchors; a label at position 20).
-CUT = {"ner_label_on_padding": 24, "embeddings": 8}
+# anchors).
+CUT = {"embeddings": 8}
 
 
 def _loss_and_gradients(task, model, features, trim):
     features = {k: tf.constant(v) for k, v in features.items()}
     normalizers = task.loss_normalizers(features)
-    with tf.GradientTape() as tape:
+    with tf.GradientTape() as tape, steps.without_padding(task, model, trim):
         # No dropout (the heads' own too): a cut batch would draw masks of its own shape.
         loss, metrics = task.compute_loss(
             model, task.trim_padding(features) if trim else features, normalizers,
@@ -215,8 +214,8 @@ def test_squad_keeps_its_rows_whole_because_its_loss_reads_every_position():
     model = task.build_model()
     normalizers = task.loss_normalizers(batch)
     whole, _ = task.compute_loss(model, batch, normalizers, training=False)
-    cut, _ = task.compute_loss(model, ClassifierTask.trim_padding(task, batch), normalizers,
-                               training=False)
+    cut, _ = task.compute_loss(model, padding.trim_padding(batch, task.sequence_features),
+                               normalizers, training=False)
     assert abs(float(whole) - float(cut)) > 1e-2
 
 
@@ -419,3 +418,36 @@ def test_the_training_input_pipelines_take_bucket_by_length(tmp_path):
     context = tf.distribute.InputContext()
     batch = next(iter(dataset_fn(context)))
     assert batch["input_ids"].shape == (8, SEQ_LENGTH)
+
+
+def test_the_encoder_skips_the_padding_of_the_shorter_rows():
+    """Inside a cut batch, the shorter rows' padding reaches no dense layer: the encoder runs
+    on the attended tokens alone (padding.padding_skipped), with the whole rows' numbers."""
+    from bert_tf.modeling.bert_model import BertModel
+    from bert_tf.modeling.layers.dense import BertDense
+    rng = np.random.RandomState(4)
+    rows = _rows(rng, BATCH_SIZE)
+    keras.utils.set_random_seed(1)
+    model = BertModel(tiny_config())
+    args = (tf.constant(rows["input_ids"]), tf.constant(rows["input_mask"]),
+            tf.constant(rows["segment_ids"]))
+    whole = model(*args, training=False)["sequence_output"].numpy()
+    seen = []
+    call = BertDense.call
+
+    def spy(self, inputs, training=None):
+        seen.append(inputs.shape[0])
+        return call(self, inputs, training)
+    BertDense.call = spy
+    try:
+        with padding.padding_skipped(model):
+            packed = model(*args, training=False)["sequence_output"].numpy()
+    finally:
+        BertDense.call = call
+    assert not model.encoder.skip_padding  # put back after the block
+    tokens = int(rows["input_mask"].sum())
+    # Every dense layer of the encoder on the tokens; the pooler's on the [CLS] rows.
+    assert tokens < BATCH_SIZE * 11 and set(seen) == {tokens, BATCH_SIZE}, (tokens, set(seen))
+    kept = rows["input_mask"].astype(bool)
+    np.testing.assert_allclose(packed[kept], whole[kept], atol=ATOL, rtol=ATOL)
+    assert not packed[~kept].any()

@@ -9,10 +9,19 @@ positions (at most the rows' length), so a run or a server sees few distinct
 shapes. The exports cut every request so (`bert_tf.export.serving_module`),
 and so do training, evaluation and prediction (`bert_tf.tasks.base.Task.trim_padding`,
 `bert_tf.training.steps`).
+
+The padding inside the cut, in every row shorter than the longest, is
+skipped too where the task reads no padding position (`padding_skipped`):
+the encoder then runs on the batch's attended tokens alone
+(`BertEncoder.skip_padding`).
 """
+
+import contextlib
 
 import numpy as np
 import tensorflow as tf
+
+from bert_tf.modeling.layers.transformer import BertEncoder
 
 # An export's rows are cut to a multiple of this many positions (at most their length).
 LENGTH_MULTIPLE = 16
@@ -89,3 +98,26 @@ def pad_to_length(value, length, axis=1, constant=0):
         shape[axis] = length
         padded.set_shape(shape)
     return padded
+
+
+@contextlib.contextmanager
+def padding_skipped(model):
+    """Within: every `BertEncoder` of `model` runs on the attended tokens alone.
+
+    `BertEncoder.skip_padding` is set while the block runs (and put back
+    after), so a `tf.function` traced inside builds the packed pass: the
+    dense layers, dropout and LayerNorm on [T, D] (T the batch's attended
+    tokens), the attention scores in the rows. For a task that reads no
+    padding position (`Task.skips_padding`): its numbers stay the whole
+    rows'; the encoder's outputs are 0 at padding.
+    """
+    encoders = [layer for layer in model._flatten_layers()  # pylint: disable=protected-access
+                if isinstance(layer, BertEncoder)]
+    before = [getattr(encoder, "skip_padding", False) for encoder in encoders]
+    for encoder in encoders:
+        encoder.skip_padding = True
+    try:
+        yield
+    finally:
+        for encoder, value in zip(encoders, before):
+            encoder.skip_padding = value

@@ -32,10 +32,12 @@ The same contract drives Keras: the models' `fit` / `evaluate` / `predict`
 (`bert_tf.tasks.task_model.TaskModel`) run the trainer's replica step, keep
 these sums in Keras metrics and return `predict_step`'s outputs.
 
-No work on padding: the steps hand the loss, `eval_step` and `predict_step`
+No work on padding: for a task that reads no padding position
+(`skips_padding`), the steps hand the loss, `eval_step` and `predict_step`
 each batch cut after its longest row (`trim_padding`, which reads
-`sequence_features`), and put `predict_step`'s per-position outputs
-(`sequence_outputs`) back at the rows' length.
+`sequence_features`), with the encoder skipping the padding of the shorter
+rows (`bert_tf.modeling.padding.padding_skipped`), and put `predict_step`'s
+per-position outputs (`sequence_outputs`) back at the rows' length.
 """
 
 import abc
@@ -68,6 +70,11 @@ class Task(abc.ABC):
     metric_sum_keys = ()
     eval_sum_keys = ()
     default_best_metric = "loss"
+    # Whether no loss, metric or prediction reads a padding position (input_mask
+    # 0): the steps then cut each batch after its longest row (`trim_padding`)
+    # and the encoder skips the padding inside it too
+    # (`bert_tf.modeling.padding.padding_skipped`).
+    skips_padding = True
     # The features with a value per position [batch_size, seq_length], cut with
     # the batch (`trim_padding`).
     sequence_features = ("input_ids", "input_mask", "segment_ids")
@@ -92,17 +99,14 @@ class Task(abc.ABC):
         positions are those of the whole rows (within float32 rounding): no
         loss reads a padding position, and no attention sees one. Features
         without `input_mask`, or with `inputs_embeds` / `position_ids` (given
-        whole by the user), are kept as they are.
+        whole by the user), and the features of a task that reads padding
+        (`skips_padding` False), are kept as they are.
         """
-        if features.get("input_mask") is None or any(
+        if not self.skips_padding or features.get("input_mask") is None or any(
                 features.get(key) is not None for key in ("inputs_embeds", "position_ids")):
             return features
         return padding.trim_padding(features, self.sequence_features,
-                                    padding.TRAINING_LENGTH_MULTIPLE, mask=self.kept_mask(features))
-
-    def kept_mask(self, features):
-        """The positions a cut must keep (nonzero), [batch_size, seq_length]: `input_mask`."""
-        return features["input_mask"]
+                                    padding.TRAINING_LENGTH_MULTIPLE)
 
     @abc.abstractmethod
     def build_model(self):

@@ -101,19 +101,13 @@ class SquadTask(Task):
     metric_sum_keys = ("start_correct", "end_correct", "examples")
     # The official SQuAD F1 of the predictions (the runs score them; no eval_step).
     default_best_metric = "f1"
+    # The rows stay whole: the original's span loss is a softmax over every
+    # position of the row, padding included, and its n-best answers are drawn
+    # from the logits of every position; a cut would change both.
+    skips_padding = False
 
     def build_model(self):
         return BertSquad(self.config)
-
-    def trim_padding(self, features):
-        """`features` as they are: the rows stay whole.
-
-        The original's span loss is a softmax over every position of the row,
-        padding included, and its n-best answers are drawn from the logits of
-        every position: a cut would change both. run_squad's numbers stay the
-        original's.
-        """
-        return features
 
     def loss_normalizers(self, features):
         return {"examples": num_examples(features)}

@@ -263,13 +263,17 @@ def labels_and_mask(features):
     """(label_ids int32 [B, S] >= 0, label_mask float32 [B, S]) of a batch.
 
     `label_mask` is the feature when the batch holds it, else 1 where
-    `label_ids` is not negative (negative ids: no label).
+    `label_ids` is not negative (negative ids: no label); 0 wherever
+    `input_mask` is 0: a padding position is no token, and its label (a
+    Keras user's labels padded with 0, say) is not read.
     """
     label_ids = tf.cast(features["label_ids"], tf.int32)
     if features.get("label_mask") is not None:
         mask = tf.cast(features["label_mask"], tf.float32)
     else:
         mask = tf.cast(label_ids >= 0, tf.float32)
+    if features.get("input_mask") is not None:
+        mask = mask * tf.cast(tf.not_equal(features["input_mask"], 0), tf.float32)
     return tf.maximum(label_ids, 0), mask
 
 
@@ -330,13 +334,6 @@ class TokenClassificationTask(WeightedAccuracyTask):
 
     def build_model(self):
         return BertTokenClassifier(self.config, self.num_labels, labels=self.labels)
-
-    def kept_mask(self, features):
-        """`input_mask`, and every labelled position (a label on padding is read by the loss)."""
-        kept = tf.cast(features["input_mask"], tf.int32)
-        if features.get("label_ids") is not None:
-            kept = tf.maximum(kept, tf.cast(labels_and_mask(features)[1] > 0, tf.int32))
-        return kept
 
     def loss_normalizers(self, features):
         _, mask = labels_and_mask(features)

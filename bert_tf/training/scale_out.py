@@ -132,10 +132,10 @@ class ScaleOut(object):
     trim_padding: bool = option(
         True,
         "No work on padding: training, evaluation and prediction run each batch cut after "
-        "its longest row (rounded up to a multiple of 8 positions), with the numbers of "
-        "whole rows within float32 rounding. False: every row at --max_seq_length, as the "
-        "original. Rows stay whole with --use_xla and on TPU (fixed shapes), and in "
-        "run_squad (its loss reads every position).")
+        "its longest row (rounded up to a multiple of 8 positions) and the encoder on its "
+        "real tokens alone, with the numbers of whole rows within float32 rounding. False: "
+        "every row at --max_seq_length, as the original. Rows stay whole with --use_xla and "
+        "on TPU (fixed shapes), and in run_squad (its loss reads every position).")
     bucket_by_length: bool = option(
         False,
         "Training batches of rows of similar lengths, so each is cut short "

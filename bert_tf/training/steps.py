@@ -20,11 +20,14 @@ stopped.
 `train_step`.
 
 No work on padding (`trim_padding=True`, the default): each (micro-)batch
-reaches the task cut after its longest row (`Task.trim_padding`), in
+reaches the task cut after its longest row (`Task.trim_padding`), and the
+encoder skips the padding of its shorter rows (`without_padding`), in
 training, evaluation and prediction; the traced functions take rows of any
 length, so a run traces each once. XLA and TPUs compile fixed shapes: there
 the rows stay whole (`fixed_shapes`).
 """
+
+import contextlib
 
 import tensorflow as tf
 
@@ -38,26 +41,39 @@ def fixed_shapes(strategy, use_xla=False):
         strategy, (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy))
 
 
+def without_padding(task, model, trim_padding=True):
+    """The context a step calls the task's model in: it skips the padding inside the
+    cut batch (`padding.padding_skipped`) where the task reads none, else nothing."""
+    if trim_padding and task.skips_padding:
+        return padding.padding_skipped(model)
+    return contextlib.nullcontext()
+
+
 def predict_outputs(task, model, features, trim_padding=True):
     """`task.predict_step` on `features` cut (`Task.trim_padding`), at the rows' length.
 
     The per-position outputs (`task.sequence_outputs`) come back padded to the
-    features' length with the task's value for the positions cut off, so
-    every batch's outputs have one shape (gathered over replicas, concatenated
-    over batches); the features it hands back are the uncut ones.
+    features' length, every padding position (input_mask 0) holding the
+    task's value for it, so every batch's outputs have one shape (gathered
+    over replicas, concatenated over batches) and a prediction does not
+    depend on the batch it was in; the features it hands back are the uncut
+    ones.
     """
     if not trim_padding:
         return dict(task.predict_step(model, features))
     trimmed = task.trim_padding(features)
-    outputs = dict(task.predict_step(model, trimmed))
+    with without_padding(task, model):
+        outputs = dict(task.predict_step(model, trimmed))
     if trimmed is features:
         return outputs
     mask = features["input_mask"]
     length = mask.shape[1] if mask.shape.rank == 2 and mask.shape[1] else tf.shape(mask)[1]
     for key, constant in task.sequence_outputs.items():
         if key in outputs:
-            outputs[key] = padding.pad_to_length(outputs[key], length, axis=1,
-                                                 constant=constant)
+            value = padding.pad_to_length(outputs[key], length, axis=1, constant=constant)
+            kept = tf.reshape(tf.not_equal(mask, 0), tf.concat(
+                [tf.shape(mask), tf.ones([value.shape.rank - 2], tf.int32)], 0))
+            outputs[key] = tf.where(kept, value, tf.cast(constant, value.dtype))
     # A feature handed back (label_ids, label_mask) is handed back whole.
     for key in task.sequence_features:
         if key in outputs and features.get(key) is not None:
@@ -186,7 +202,7 @@ def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, u
         if trim:
             features = task.trim_padding(features)
         variables = model.trainable_variables
-        with tf.GradientTape() as tape:
+        with tf.GradientTape() as tape, without_padding(task, model, trim):
             if dropouts is None:
                 loss, metrics = task.compute_loss(model, features, normalizers, training=True)
             else:
@@ -310,7 +326,8 @@ def replica_eval_sums(task, model, features, trim_padding=True):
     `trim_padding`, `eval_step` sees the batch cut after its longest row.
     """
     keys = tuple(task.eval_sum_keys)
-    local = task.eval_step(model, task.trim_padding(features) if trim_padding else features)
+    with without_padding(task, model, trim_padding):
+        local = task.eval_step(model, task.trim_padding(features) if trim_padding else features)
     total = tf.distribute.get_replica_context().all_reduce(
         tf.distribute.ReduceOp.SUM, tf.stack([tf.cast(local[k], tf.float32) for k in keys]))
     batch = {k: total[j] for j, k in enumerate(keys)}

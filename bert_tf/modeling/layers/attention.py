@@ -10,6 +10,8 @@ from bert_tf.modeling.layers.dense import BertDense
 from bert_tf.modeling.layers.dropout import Dropout
 from bert_tf.modeling.layers.initializers import create_initializer
 from bert_tf.modeling.layers.initializers import layer_norm
+from bert_tf.modeling.layers.masks import rows_to_tokens
+from bert_tf.modeling.layers.masks import tokens_to_rows
 from bert_tf.modeling.layers.surgery import replace_tracked
 
 
@@ -50,6 +52,9 @@ class BertSelfAttention(keras.layers.Layer):
         attention probabilities are multiplied by it after dropout (1 keeps a
         head, 0 silences it).
       output_attentions: Python bool; also return the attention probabilities.
+      token_positions: (optional) int32 Tensor [T] (`masks.token_positions`):
+        `hidden_states` is then the batch's attended tokens alone, [T, D], and
+        so is the result, [T, n*H] (`BertEncoder.skip_padding`).
 
     Returns:
       float Tensor of shape [batch_size, seq_length, n*H], the heads' contexts
@@ -114,10 +119,17 @@ class BertSelfAttention(keras.layers.Layer):
         return columns
 
     def call(self, hidden_states, attention_adder=None, training=None, head_mask=None,
-             output_attentions=False):
-        query = self._split_heads(self.query(hidden_states))  # [B, F, N, H]
-        key = self._split_heads(self.key(hidden_states))  # [B, T, N, H]
-        value = self._split_heads(self.value(hidden_states))  # [B, T, N, H]
+             output_attentions=False, token_positions=None):
+        query, key, value = self.query(hidden_states), self.key(hidden_states), \
+            self.value(hidden_states)
+        if token_positions is not None:
+            # The batch's attended tokens alone, packed [T, D] (BertEncoder.skip_padding):
+            # the scores need them in their rows, zeros at padding.
+            query, key, value = (tokens_to_rows(x, token_positions, attention_adder)
+                                 for x in (query, key, value))
+        query = self._split_heads(query)  # [B, F, N, H]
+        key = self._split_heads(key)  # [B, T, N, H]
+        value = self._split_heads(value)  # [B, T, N, H]
         # Take the dot product between "query" and "key" to get the raw
         # attention scores, then scale them (multiplied, as the original).
         scores = ops.einsum("BTNH,BFNH->BNFT", key, query)  # [B, N, F, T]
@@ -137,6 +149,8 @@ class BertSelfAttention(keras.layers.Layer):
         context = ops.einsum("BNFT,BTNH->BFNH", probs, value)  # [B, F, N, H]
         shape = ops.shape(context)
         context = ops.reshape(context, (shape[0], shape[1], self.all_head_size))  # [B, F, D]
+        if token_positions is not None:
+            context = rows_to_tokens(context, token_positions)  # [T, D]
         if output_attentions:
             return context, attention_probs
         return context
@@ -276,9 +290,10 @@ class BertAttention(keras.layers.Layer):
         output.input_size = len(rows)
 
     def call(self, hidden_states, attention_adder=None, training=None, head_mask=None,
-             output_attentions=False):
+             output_attentions=False, token_positions=None):
         context = self.self_attention(hidden_states, attention_adder, training=training,
-                                      head_mask=head_mask, output_attentions=output_attentions)
+                                      head_mask=head_mask, output_attentions=output_attentions,
+                                      token_positions=token_positions)
         if output_attentions:
             context, attention_probs = context
             output = self.attention_output(context, hidden_states, training=training)

@@ -45,3 +45,35 @@ def attention_mask_adder(input_mask, dtype="float32"):
     # expand_dims, not [:, None, None, :]: LiteRT converts it at any length (--quantize=int8).
     mask = ops.expand_dims(ops.expand_dims(ops.cast(input_mask, dtype), 1), 1)  # [B, 1, 1, T]
     return (1.0 - mask) * MASK_ADDER
+
+
+# ------------------------------------------------------------ the batch's tokens alone
+#
+# A batch's rows are padded to one length, but every layer of the encoder but
+# the attention scores works on each position alone (the dense layers, dropout,
+# the residuals, LayerNorm): run on the attended tokens only, packed as [T, D],
+# they give the same numbers at those tokens and no work on the padding. The
+# attention scores need the rows: the queries, keys and values go back to
+# [B, S, ...] (zeros at padding, which the -10000 adder masks out) and the
+# context comes back packed (`BertEncoder.skip_padding`).
+
+
+def token_positions(attention_adder):
+    """int32 [T]: the flat positions (row * seq_length + position) of a batch's attended
+    tokens, in order, from its `attention_mask_adder` [B, 1, 1, S] (0 where attended)."""
+    return ops.cast(ops.reshape(ops.where(ops.reshape(attention_adder, (-1,)) == 0.0), (-1,)),
+                    "int32")
+
+
+def rows_to_tokens(values, positions):
+    """[B, S, W] -> [T, W]: the rows' values at the attended tokens (`token_positions`)."""
+    return ops.take(ops.reshape(values, (-1, ops.shape(values)[-1])), positions, axis=0)
+
+
+def tokens_to_rows(values, positions, attention_adder):
+    """[T, W] -> [B, S, W]: the tokens' values put back in their rows, 0 at padding."""
+    shape = ops.shape(attention_adder)
+    batch_size, seq_length, width = shape[0], shape[-1], ops.shape(values)[-1]
+    rows = ops.scatter(ops.expand_dims(positions, -1), values,
+                       (batch_size * seq_length, width))
+    return ops.reshape(rows, (batch_size, seq_length, width))

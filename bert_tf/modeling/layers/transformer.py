@@ -4,6 +4,7 @@ from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before ker
 import keras
 
 from bert_tf.modeling import activations
+from bert_tf.modeling.layers import masks
 from bert_tf.modeling.layers.attention import BertAttention
 from bert_tf.modeling.layers.attention import BertDenseResidualNorm
 from bert_tf.modeling.layers.attention import _dense
@@ -105,10 +106,12 @@ class BertLayer(keras.layers.Layer):
 
     @recomputable
     def call(self, hidden_states, attention_adder=None, training=None, head_mask=None,
-             output_attentions=False):
+             output_attentions=False, token_positions=None):
+        # With token_positions, the batch's attended tokens alone, [T, D] (BertEncoder).
         attention_output = self.attention(hidden_states, attention_adder, training=training,
                                           head_mask=head_mask,
-                                          output_attentions=output_attentions)
+                                          output_attentions=output_attentions,
+                                          token_positions=token_positions)
         if output_attentions:
             attention_output, attention_probs = attention_output
         intermediate_output = self.intermediate(attention_output)  # [B, S, I]
@@ -156,6 +159,15 @@ class BertEncoder(keras.layers.Layer):
       (the embedding output is not in the list, as the original). With
       `output_attentions`, a pair (that list, the list of each layer's float32
       attention probabilities [batch_size, kept heads, seq_length, seq_length]).
+
+    `skip_padding` (attribute, default False; the training steps set it while
+    they trace a task's model that reads no padding position, see
+    `bert_tf.modeling.padding.padding_skipped`): the layers run on the batch's
+    attended tokens alone, packed [T, D] (the attention scores in the rows),
+    so no dense layer, dropout or LayerNorm works on padding. The outputs at
+    the attended positions are those of the whole rows (float32 rounding);
+    at the padding positions they are 0 (the original computes values there,
+    which no loss but SQuAD's reads).
     """
 
     def __init__(self, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
@@ -214,18 +226,25 @@ class BertEncoder(keras.layers.Layer):
             return inference_pass(hidden_states, attention_adder)
         all_layer_outputs = []
         all_attentions = []
+        positions = None
+        if getattr(self, "skip_padding", False) and attention_adder is not None:
+            positions = masks.token_positions(attention_adder)
+            hidden_states = masks.rows_to_tokens(hidden_states, positions)  # [T, D]
         for i, layer in enumerate(self.layers):
             layer_head_mask = None if head_mask is None else head_mask[i]
-            if layer_head_mask is None and not output_attentions:
+            if layer_head_mask is None and not output_attentions and positions is None:
                 hidden_states = layer(hidden_states, attention_adder, training=training)
             else:
                 hidden_states = layer(hidden_states, attention_adder, training=training,
                                       head_mask=layer_head_mask,
-                                      output_attentions=output_attentions)
+                                      output_attentions=output_attentions,
+                                      token_positions=positions)
             if output_attentions:
                 hidden_states, attention_probs = hidden_states
                 all_attentions.append(attention_probs)
-            all_layer_outputs.append(hidden_states)
+            all_layer_outputs.append(hidden_states if positions is None else
+                                     masks.tokens_to_rows(hidden_states, positions,
+                                                          attention_adder))
         if output_attentions:
             return all_layer_outputs, all_attentions
         return all_layer_outputs
