@@ -6,14 +6,18 @@ Builds a classifier (`BertClassifier`, 2 labels, random weights) of
 all-MiniLM-L6-v2's size (vocab 30,522, hidden 384, 6 layers, 12 heads,
 intermediate 1,536; or --bert_config_file), saves it as a Google checkpoint
 beside a vocab of as many tokens, and exports it with `export_saved_model`
-three times: float32 (the SavedModel), `mixed_precision="bf16"` (the
-SavedModel computing in bfloat16) and `quantize="int8"` (the LiteRT model).
+four times: float32 (the SavedModel), `mixed_precision="bf16"` (the
+SavedModel computing in bfloat16), `quantize="int8"` (the LiteRT model) and
+`format="onnx", quantize="int8"` (model.onnx in int8 by ONNX Runtime's
+`quantize_dynamic`; left out, with a note, without tf2onnx or onnxruntime).
 Each answers the same random features (real-looking ids, padding) at every
 --batch_sizes x --seq_length: the SavedModels' `serve_features` after
 `tf.saved_model.load` (TensorFlow's intra-op threads = --threads), the int8
 model through `bert_tf.export.quantize.Int8Model` (the LiteRT interpreter,
-XNNPACK, --threads threads). `--warmup` untimed calls each, then `--rounds`
-rounds alternating the three (the order reversed every other round),
+XNNPACK, --threads threads), the ONNX int8 model through
+`onnxruntime.InferenceSession` (--threads intra-op threads; the rows as
+given, padding included). `--warmup` untimed calls each, then `--rounds`
+rounds alternating the exports (the order reversed every other round),
 `--iters` timed calls each per round. Prints per batch size a table of the
 median ms per batch and sequences/s, the spread (min-max of the round
 medians) and the ratio to float32; then the largest difference of each
@@ -42,7 +46,7 @@ MINILM = dict(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attent
               intermediate_size=1536, hidden_act="gelu", hidden_dropout_prob=0.1,
               attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2,
               initializer_range=0.02)
-EXPORTS = ("fp32", "bf16", "int8")
+EXPORTS = ("fp32", "bf16", "int8", "onnx_int8")
 
 
 def parse_args(argv=None):
@@ -120,8 +124,15 @@ def main():
             f.write("\n".join(specials + ["tok%d" % i
                                           for i in range(config.vocab_size - 5)]) + "\n")
         paths, export_seconds = {}, {}
-        for name, kwargs in (("fp32", {}), ("bf16", {"mixed_precision": "bf16"}),
-                             ("int8", {"quantize": "int8"})):
+        kinds = [("fp32", {}), ("bf16", {"mixed_precision": "bf16"}),
+                 ("int8", {"quantize": "int8"})]
+        try:
+            import onnxruntime  # noqa: F401  pylint: disable=unused-import
+            import tf2onnx  # noqa: F401  pylint: disable=unused-import
+            kinds.append(("onnx_int8", {"format": "onnx", "quantize": "int8"}))
+        except ImportError as e:
+            print("onnx_int8 left out: %s (pip install bert_tf[onnx])" % e)
+        for name, kwargs in kinds:
             start = time.perf_counter()
             paths[name] = export_saved_model(
                 "SST-2", config, vocab_file, True, prefix, os.path.join(work, name),
@@ -132,10 +143,20 @@ def main():
         loaded = {name: tf.saved_model.load(paths[name]).signatures["serve_features"]
                   for name in ("fp32", "bf16")}
         int8 = quantize.Int8Model(paths["int8"], num_threads=args.threads)
+        if "onnx_int8" in paths:
+            import onnxruntime
+            options = onnxruntime.SessionOptions()
+            options.intra_op_num_threads = args.threads
+            onnx_int8 = onnxruntime.InferenceSession(
+                os.path.join(paths["onnx_int8"], "model.onnx"), options,
+                providers=["CPUExecutionProvider"])
+        exports = [name for name in EXPORTS if name in paths]
 
         def caller(name, features):
             if name == "int8":
                 return lambda: int8.predict_features(**features)["probabilities"]
+            if name == "onnx_int8":
+                return lambda: onnx_int8.run(["probabilities"], features)[0]
             tensors = {k: tf.constant(v) for k, v in features.items()}
             return lambda: loaded[name](**tensors)["probabilities"].numpy()
 
@@ -143,21 +164,23 @@ def main():
         print()
         print("Inference of the exported classifier (2 labels, random weights), config %s, "
               "seq %d; float32 and bf16: the SavedModel's serve_features (TensorFlow, %d "
-              "intra-op threads), int8: model.tflite (LiteRT interpreter, XNNPACK, %d threads); "
-              "%d rounds alternating the three, %d timed calls each per round (after %d "
+              "intra-op threads), int8: model.tflite (LiteRT interpreter, XNNPACK, %d threads), "
+              "onnx_int8: model.onnx in int8 (ONNX Runtime, %d threads); "
+              "%d rounds alternating the exports, %d timed calls each per round (after %d "
               "warm-up calls); median of all calls, spread = min-max of the round medians."
               % (os.path.basename(args.bert_config_file) if args.bert_config_file
                  else "all-MiniLM-L6-v2-sized (L6 H384 A12 I1536)", args.seq_length,
-                 args.threads, args.threads, args.rounds, args.iters, args.warmup))
+                 args.threads, args.threads, args.threads, args.rounds, args.iters,
+                 args.warmup))
         diffs = {}
         for batch in args.batch_sizes:
             features = _features(rng, batch, args.seq_length, config.vocab_size)
-            calls = {name: caller(name, features) for name in EXPORTS}
+            calls = {name: caller(name, features) for name in exports}
             outputs = {}
             for name, call in calls.items():
                 for _ in range(args.warmup):
                     outputs[name] = call()
-            for name in ("bf16", "int8"):
+            for name in exports[1:]:
                 diffs[(name, batch)] = (
                     float(np.abs(outputs[name] - outputs["fp32"]).max()),
                     int((outputs[name].argmax(-1) == outputs["fp32"].argmax(-1)).sum()))
@@ -183,11 +206,11 @@ def main():
              "predicted label equal"],
             [[name, str(batch), "%.4f" % diffs[(name, batch)][0],
               "%d / %d" % (diffs[(name, batch)][1], batch)]
-             for name in ("bf16", "int8") for batch in args.batch_sizes]))
+             for name in exports[1:] for batch in args.batch_sizes]))
         print()
         print(benchlib.markdown_table(
             ["export", "files (MB, without vocab.txt)", "export time (s)"],
-            [[name, "%.1f" % sizes[name], "%.1f" % export_seconds[name]] for name in EXPORTS]))
+            [[name, "%.1f" % sizes[name], "%.1f" % export_seconds[name]] for name in exports]))
         sys.stdout.flush()
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -5,20 +5,27 @@ BERT (2 layers, hidden 32) learns with Keras `fit` in a few seconds: label 1
 iff word A occurs more often than word B among filler words. Its vocab is
 the words themselves ("w5" ... "w98"), so FullTokenizer reads the same text
 back. The fine-tuned model is saved as a Google checkpoint and exported
-twice: float32 (the SavedModel) and `quantize="int8"` (model.tflite).
+three times: float32 (the SavedModel), `quantize="int8"` (model.tflite) and
+`format="onnx", quantize="int8"` (model.onnx in int8, ONNX Runtime's own
+dynamic quantization; when tf2onnx and onnxruntime are installed).
 
-* The gate (MLPerf's): the int8 model's dev accuracy is at least 99% of
-  float32's, its probabilities within INT8_PROBABILITY_ATOL of float32's (the
-  max abs difference is printed), on features and on raw text
-  (`Int8Model` tokenizes as the SavedModel's serving signatures do).
+* The gate (MLPerf's), for both int8 exports: the int8 model's dev accuracy
+  is at least 99% of float32's, its probabilities within
+  INT8_PROBABILITY_ATOL of float32's (the max abs difference is printed), on
+  features (the LiteRT one also on raw text: `Int8Model` tokenizes as the
+  SavedModel's serving signatures do).
 * The version directory holds model.tflite, vocab.txt and
   export_config.json (task, max_seq_length, do_lower_case, labels); the
   encoder's and the embedder's int8 exports answer as their float32
   serve_features within INT8_HIDDEN_ATOL; a regression head's score and a
   multi-label head's sigmoid, multi-hot predictions and labels come through.
+  The ONNX int8 export's directory holds the float32 ONNX export's files,
+  its metadata says int8, and every dense layer's MatMul is int8.
 * Bad combinations (--format=tfhub, --mixed_precision, --doc_stride, a task
-  other than a classifier, encoder or embeddings) are one-line errors naming
-  the flags, before anything is written.
+  other than a classifier, encoder or embeddings; with --format=onnx, other
+  than those and multiple_choice) are one-line errors naming the flags,
+  before anything is written (a missing onnxruntime, and the ONNX int8
+  conversion of other tasks: tests/test_export_onnx.py).
 
 Tiny models show no speed-up: the speed is bench/int8_bench.py's.
 """
@@ -102,22 +109,47 @@ def exports(trained):
     return {"fp32": run("fp32"), "int8": run("int8", quantize="int8")}
 
 
+@pytest.fixture(scope="module")
+def onnx_int8(trained):
+    """The version directory of the classifier's `--format=onnx --quantize=int8` export."""
+    pytest.importorskip("tf2onnx", reason="tf2onnx (pip install bert_tf[onnx]) converts it")
+    pytest.importorskip("onnxruntime", reason="onnxruntime (pip install bert_tf[onnx]) "
+                        "quantizes and runs it")
+    return export.export_saved_model(
+        "SST-2", trained["config"], trained["vocab"], True, trained["prefix"],
+        os.path.join(trained["tmp"], "export", "onnx_int8"), SEQ_LENGTH, version=1,
+        format="onnx", quantize="int8")
+
+
 def _accuracy(probabilities, labels):
     return float(np.mean(np.argmax(probabilities, axis=-1) == labels))
 
 
+def _int8_probabilities(request, exports, which, features):
+    """The probabilities of the LiteRT (Int8Model) or the ONNX (ONNX Runtime) int8 export."""
+    if which == "litert":
+        return quantize.Int8Model(exports["int8"]).predict_features(**features)["probabilities"]
+    path = request.getfixturevalue("onnx_int8")
+    import onnxruntime
+    session = onnxruntime.InferenceSession(os.path.join(path, "model.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    probabilities, = session.run(["probabilities"], features)
+    return probabilities
+
+
 @pytest.mark.slow
-def test_int8_keeps_99_percent_of_float32_accuracy(trained, exports):
+@pytest.mark.parametrize("which", ["litert", "onnx"])
+def test_int8_keeps_99_percent_of_float32_accuracy(trained, exports, which, request):
     features = features_of(trained["dev_texts"])
     fp32 = tf.saved_model.load(exports["fp32"]).signatures["serve_features"](
         **{k: tf.constant(v) for k, v in features.items()})["probabilities"].numpy()
-    int8 = quantize.Int8Model(exports["int8"]).predict_features(**features)["probabilities"]
+    int8 = _int8_probabilities(request, exports, which, features)
     labels = trained["dev_labels"]
     fp32_accuracy, int8_accuracy = _accuracy(fp32, labels), _accuracy(int8, labels)
     diff = float(np.abs(int8 - fp32).max())
-    print("dev accuracy: float32 %.4f, int8 %.4f (%.2f%% of float32); probabilities max abs "
+    print("%s: dev accuracy: float32 %.4f, int8 %.4f (%.2f%% of float32); probabilities max abs "
           "diff %.4f; predictions that differ: %d / %d" % (
-              fp32_accuracy, int8_accuracy, 100 * int8_accuracy / fp32_accuracy, diff,
+              which, fp32_accuracy, int8_accuracy, 100 * int8_accuracy / fp32_accuracy, diff,
               int((fp32.argmax(-1) != int8.argmax(-1)).sum()), len(labels)))
     assert fp32_accuracy >= 0.8, fp32_accuracy  # it learned the task (chance: about 0.5)
     assert int8_accuracy >= 0.99 * fp32_accuracy
@@ -154,6 +186,25 @@ def test_version_directory_files_and_config(trained, exports):
         "model_file": "model.tflite", "signature": "serve_features",
         "inputs": ["input_ids", "input_mask", "segment_ids"], "outputs": ["probabilities"],
         "labels": ["0", "1"], "is_regression": False, "multi_label": False, "threshold": 0.5}
+
+
+@pytest.mark.slow
+def test_onnx_int8_version_directory(trained, onnx_int8):
+    """`--format=onnx --quantize=int8`: the float32 ONNX export's files, model.onnx in int8."""
+    import onnx
+    assert sorted(os.listdir(os.path.dirname(onnx_int8))) == ["1"]  # nothing half-written left
+    assert sorted(os.listdir(onnx_int8)) == ["bert_tf_onnx.json", "labels.txt", "model.onnx",
+                                             "vocab.txt"]
+    with open(os.path.join(onnx_int8, "bert_tf_onnx.json")) as f:
+        metadata = json.load(f)
+    assert (metadata["task"], metadata["labels"], metadata["quantize"]) == (
+        "sst-2", ["0", "1"], "int8")
+    assert metadata["quantization"]["method"] == "onnxruntime.quantization.quantize_dynamic"
+    model = onnx.load(os.path.join(onnx_int8, "model.onnx"))
+    ops = [node.op_type for node in model.graph.node]
+    # Every dense layer of the 2 layers (query/key/value fused, attention output, the
+    # feed-forward's two), the token-type table, the pooler and the classifier head.
+    assert ops.count("MatMulInteger") == metadata["quantization"]["int8_matmuls"] == 11
 
 
 @pytest.mark.slow
@@ -242,7 +293,7 @@ def test_bad_combinations_are_one_line_errors_and_write_nothing(trained):
     cases = [
         ("tfhub", {"task_name": "encoder", "format": "tfhub"},
          "--quantize=int8 and --format=tfhub exclude each other (the int8 export is a "
-         "LiteRT model)"),
+         "LiteRT model, or with --format=onnx an ONNX one)"),
         ("bf16", {"mixed_precision": "bf16"},
          "--quantize=int8 and --mixed_precision=bf16 exclude each other (the int8 model "
          "computes in int8 and float32)"),
@@ -255,6 +306,19 @@ def test_bad_combinations_are_one_line_errors_and_write_nothing(trained):
          "--doc_stride is for the SavedModel's text signatures"),
         ("ner", {"task_name": "ner"},
          "--quantize=int8 exports a classifier, encoder or embeddings: not --task_name=ner"),
+        ("multiple_choice", {"task_name": "multiple_choice"},
+         "--quantize=int8 exports a classifier, encoder or embeddings: not "
+         "--task_name=multiple_choice"),
+        # ONNX Runtime's int8 (--format=onnx): the ONNX export's tasks.
+        ("onnx_squad", {"task_name": "squad", "format": "onnx"},
+         "--format=onnx --quantize=int8 exports a classifier, encoder, embeddings or "
+         "multiple_choice: not --task_name=squad"),
+        ("onnx_bf16", {"format": "onnx", "mixed_precision": "bf16"},
+         "--quantize=int8 and --mixed_precision=bf16 exclude each other (the int8 model "
+         "computes in int8 and float32)"),
+        ("onnx_doc_stride", {"format": "onnx", "doc_stride": 8},
+         "--quantize=int8 serves features (ids in): --doc_stride is for the SavedModel's "
+         "text signatures"),
     ]
     export_dirs = {name: os.path.join(trained["tmp"], "bad", name) for name, _, _ in cases}
     # The tool's flags parsed as the command line parses them (its exit status 2 and one

@@ -18,11 +18,17 @@ run, read by the hostile-request and SavedModel tests too).
   axis free gives an ONNX model that takes any length.
 * The version directory: model.onnx, vocab.txt, labels.txt (a classifier's),
   bert_tf_onnx.json, and nothing half-written beside it.
+* int8 (`quantize="int8"`, ONNX Runtime's own `quantize_dynamic`): the same
+  files and metadata, plus `quantize` and `quantization`; every MatMul with a
+  constant weight int8 (`MatMulInteger`), nothing else quantized; the answers
+  within the int8 tolerances (tests/tolerances.py) of the SavedModel's: the
+  classifier (fast), the encoder and multiple_choice. (The accuracy gate,
+  on a fine-tuned classifier: tests/test_export_int8.py.)
 * Refusals, one line each, before anything is written: a task without a
   features signature (squad, fill_mask, ner), --doc_stride,
-  --mixed_precision, and tf2onnx missing (`pip install bert_tf[onnx]`; the
-  command line exits 2). Importing the export or the tool imports none of
-  onnx, tf2onnx, onnxruntime.
+  --mixed_precision, tf2onnx missing, and with --quantize=int8 onnxruntime
+  missing (`pip install bert_tf[onnx]`; the command line exits 2). Importing
+  the export or the tool imports none of onnx, tf2onnx, onnxruntime.
 """
 
 import json
@@ -41,6 +47,8 @@ from tests.test_export import EXTRA_TEXTS
 from tests.test_export import SEQ_LENGTH
 from tests.test_export import _full_features
 from tests import export_cache
+from tests.tolerances import INT8_HIDDEN_ATOL
+from tests.tolerances import INT8_PROBABILITY_ATOL
 from tests.tolerances import ONNX_ATOL
 from tests.tools import toolrun
 
@@ -78,9 +86,9 @@ def _serve_features(saved_model_dir):
     return tf.saved_model.load(saved_model_dir).signatures["serve_features"]
 
 
-def _parity(serve, onnx_dir, batches):
+def _parity(serve, onnx_dir, batches, atol=ONNX_ATOL):
     """{output: max abs difference} of ONNX Runtime against `serve` (a SavedModel's
-    serve_features) over `batches`."""
+    serve_features) over `batches`, each within `atol`."""
     numeric = sorted(k for k, spec in serve.structured_outputs.items() if spec.dtype != tf.string)
     session = ort.InferenceSession(os.path.join(onnx_dir, onnx_export.MODEL_FILE),
                                    providers=["CPUExecutionProvider"])
@@ -93,8 +101,12 @@ def _parity(serve, onnx_dir, batches):
         for name in numeric:
             assert got[name].shape == tuple(want[name].shape), name
             assert got[name].dtype == want[name].dtype.as_numpy_dtype, name
-            np.testing.assert_allclose(got[name], want[name].numpy(), rtol=0, atol=ONNX_ATOL,
-                                       err_msg=name)
+            if got[name].dtype.kind == "f":
+                np.testing.assert_allclose(got[name], want[name].numpy(), rtol=0, atol=atol,
+                                           err_msg=name)
+            else:  # multiple_choice's predictions (an argmax): equal, but int8 may flip a tie
+                agree = np.mean(got[name] == want[name].numpy())
+                assert agree >= (1.0 if atol == ONNX_ATOL else 0.8), (name, agree)
             diffs[name] = max(diffs[name], float(np.abs(got[name] - want[name].numpy()).max()))
     print("ONNX Runtime vs serve_features (%s): %s" % (onnx_dir, ", ".join(
         "%s %.2g" % item for item in sorted(diffs.items()))))
@@ -155,7 +167,7 @@ def test_classifier_files_and_metadata(files, classifier):
     assert {k: v for k, v in metadata.items() if k not in ("inputs", "outputs")} == {
         "task": "mrpc", "max_seq_length": SEQ_LENGTH, "do_lower_case": True,
         "labels": ["0", "1"], "labels_file": "labels.txt", "vocab_file": "vocab.txt",
-        "model_file": "model.onnx", "opset": 17}
+        "model_file": "model.onnx", "opset": 17, "quantize": None}
     assert metadata["inputs"] == [{"name": name, "dtype": "int32", "shape": features}
                                   for name in ("input_ids", "input_mask", "segment_ids")]
     assert metadata["outputs"] == [{"name": "probabilities", "dtype": "float32",
@@ -163,6 +175,85 @@ def test_classifier_files_and_metadata(files, classifier):
     assert _shapes(os.path.join(path, "model.onnx")) == {
         "input_ids": features, "input_mask": features, "segment_ids": features,
         "probabilities": ["batch", 2]}
+
+
+# ---------------------------------------------------------------------------
+# int8: ONNX Runtime's dynamic quantization of the converted model
+# ---------------------------------------------------------------------------
+
+
+def _constant_matmuls(path):
+    """{op type: count} of the nodes of an ONNX file that multiply by a constant weight."""
+    import onnx
+    model = onnx.load(path)
+    constants = {t.name for t in model.graph.initializer}
+    counts = {}
+    for node in model.graph.node:
+        if node.op_type in ("MatMul", "MatMulInteger", "Gemm") and node.input[1] in constants:
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    return counts, sorted({node.op_type for node in model.graph.node})
+
+
+@pytest.fixture(scope="module")
+def classifier_int8(files, classifier):
+    saved = files["saved_model"]("classifier")
+    onnx_dir = os.path.join(files["tmp"], "models", "mrpc_onnx_int8", "1")
+    metadata = onnx_export.convert_saved_model(saved, onnx_dir, "MRPC", quantize="int8")
+    return {"onnx": onnx_dir, "metadata": metadata}
+
+
+def test_int8_classifier_files_metadata_and_answers(files, classifier, classifier_int8):
+    path = classifier_int8["onnx"]
+    assert sorted(os.listdir(path)) == sorted(ONNX_FILES + ["labels.txt"])
+    for name in ("vocab.txt", "labels.txt"):
+        with open(os.path.join(path, name), "rb") as f, \
+                open(os.path.join(classifier["onnx"], name), "rb") as g:
+            assert f.read() == g.read(), name
+    with open(os.path.join(path, "bert_tf_onnx.json"), encoding="utf-8") as f:
+        metadata = json.load(f)
+    assert metadata == classifier_int8["metadata"]
+    quantization = metadata.pop("quantization")
+    # The float32 export's metadata but for `quantize`: the same inputs and outputs.
+    assert metadata == dict(classifier["metadata"], quantize="int8")
+    assert _shapes(os.path.join(path, "model.onnx")) == _shapes(
+        os.path.join(classifier["onnx"], "model.onnx"))
+    import onnxruntime
+    assert quantization == {
+        "method": "onnxruntime.quantization.quantize_dynamic",
+        "onnxruntime": onnxruntime.__version__, "op_types": ["MatMul"],
+        "weights": "int8, symmetric", "per_channel": True, "reduce_range": False,
+        "activations": "uint8, one scale per tensor, at each call",
+        "int8_matmuls": quantization["int8_matmuls"]}
+    # Every MatMul by a weight is int8, and nothing else: 2 layers x 4 dense layers
+    # (query/key/value fused), the token-type table, the pooler, the classifier.
+    float_counts, _ = _constant_matmuls(os.path.join(classifier["onnx"], "model.onnx"))
+    counts, ops = _constant_matmuls(os.path.join(path, "model.onnx"))
+    assert counts == {"MatMulInteger": quantization["int8_matmuls"]} == {
+        "MatMulInteger": sum(float_counts.values())}
+    assert "DynamicQuantizeLinear" in ops and "DequantizeLinear" not in ops  # no table in int8
+    # The answers: within int8's tolerance of the SavedModel's (and not float32's to 1e-5).
+    features = _features(files)
+    diffs = _parity(classifier["serve"], path, _batches(features), atol=INT8_PROBABILITY_ATOL)
+    assert sorted(diffs) == ["probabilities"]
+    assert diffs["probabilities"] > ONNX_ATOL
+
+
+@pytest.mark.slow
+def test_int8_encoder_and_multiple_choice(files, tmp_path):
+    """The cached SavedModels converted and quantized: hidden states and probabilities."""
+    saved = files["saved_model"]("encoder")
+    onnx_export.convert_saved_model(saved, str(tmp_path / "encoder"), "encoder", quantize="int8")
+    diffs = _parity(_serve_features(saved), str(tmp_path / "encoder"), _batches(_features(files)),
+                    atol=INT8_HIDDEN_ATOL)
+    assert sorted(diffs) == ["encoder_outputs", "pooled_output", "sequence_output"]
+    saved = files["saved_model"]("multiple_choice")
+    onnx_export.convert_saved_model(saved, str(tmp_path / "mc"), "multiple_choice",
+                                    quantize="int8")
+    features = _features(files, files["pairs"])
+    features = {k: v.reshape(2, NUM_CHOICES, -1) for k, v in features.items()}
+    diffs = _parity(_serve_features(saved), str(tmp_path / "mc"), [features],
+                    atol=INT8_PROBABILITY_ATOL)
+    assert sorted(diffs) == ["predictions", "probabilities"]
 
 
 # ---------------------------------------------------------------------------
@@ -189,10 +280,36 @@ def test_refusals_are_one_line_and_write_nothing(files, tmp_path, monkeypatch):
     assert refused(doc_stride=16).startswith("--doc_stride windows long texts")
     assert refused(mixed_precision="bf16").startswith(
         "--mixed_precision is for --format=saved_model and tfhub")
+    # int8: the ONNX export's tasks (multiple_choice too), and onnxruntime to quantize.
+    assert refused("squad", files["init"], quantize="int8") == (
+        "--format=onnx --quantize=int8 exports a classifier, encoder, embeddings or "
+        "multiple_choice: not --task_name=squad")
+    assert refused(quantize="int8", mixed_precision="bf16") == (
+        "--quantize=int8 and --mixed_precision=bf16 exclude each other (the int8 model "
+        "computes in int8 and float32)")
+    assert refused(quantize="int8", doc_stride=16).startswith(
+        "--quantize=int8 serves features (ids in): --doc_stride")
+    with monkeypatch.context() as patch:
+        patch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
+        message = refused(quantize="int8")
+        assert message.startswith("--format=onnx --quantize=int8 needs onnxruntime, which "
+                                  "quantizes (")
+        assert message.endswith(": pip install bert_tf[onnx]")
+        # The tool's flags, parsed as the command line parses them (exit 2 and one
+        # `error:` line: test_command_line_without_tf2onnx_exits_2_with_one_line).
+        export_dir = tmp_path / "tool"
+        assert toolrun.user_errors_here("export_saved_model", [("int8", [
+            "--task_name=MRPC", "--bert_config_file=" + files["config_file"],
+            "--vocab_file=" + files["vocab"], "--do_lower_case=true",
+            "--init_checkpoint=" + files["finetuned"], "--export_dir=%s" % export_dir,
+            "--format=onnx", "--quantize=int8"])])["int8"] == message
+        assert not export_dir.exists()
+        onnx_export.check_request("classifier", "MRPC")  # float32 needs no onnxruntime
     monkeypatch.setitem(sys.modules, "tf2onnx", None)  # as if it were not installed
     message = refused()
     assert message.startswith("--format=onnx needs tf2onnx and onnx")
     assert message.endswith(": pip install bert_tf[onnx]")
+    assert refused(quantize="int8").startswith("--format=onnx needs tf2onnx and onnx")
 
 
 @pytest.fixture(scope="module")

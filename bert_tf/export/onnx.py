@@ -40,14 +40,33 @@ the original's packing, `build_pair_features`), exactly the features
   session = onnxruntime.InferenceSession("models/mrpc/1/model.onnx")
   probabilities, = session.run(["probabilities"], features)
 
+`quantize="int8"` (`--format=onnx --quantize=int8`, new) writes the same
+files with model.onnx in int8, quantized by ONNX Runtime's own dynamic
+quantization (`onnxruntime.quantization.quantize_dynamic`, INT8_SETTINGS)
+from the float32 model converted as above: every MatMul with a constant
+weight (the encoder's dense layers, the pooler, the head) gets int8 weights
+with a scale per output column (`MatMulInteger`), and each call quantizes
+the MatMuls' inputs to uint8 on the fly, one scale per tensor
+(`DynamicQuantizeLinear`), so no calibration data is needed. The word and
+position embeddings, attention scores, softmax, LayerNorm and GELU stay
+float32 (the token-type table, which the original multiplies by one-hot
+rows, is a MatMul: int8 too); the inputs and outputs are the float32
+model's. ONNX Runtime fuses each int8 MatMul into `DynamicQuantizeMatMul`,
+whose u8 x s8 kernels use AMX, AVX-512 VNNI or AVX-VNNI where the CPU has
+them. bert_tf_onnx.json (and the metadata) then say `"quantize": "int8"`
+and how (`"quantization"`); it is null for float32. `session.run` is the
+same as for float32.
+
 Tasks without a features signature (squad, fill_mask, ner: their graphs
-tokenize and decode text inside) are refused. tf2onnx and onnx are imported
-only here, when an ONNX export runs (`pip install bert_tf[onnx]`).
+tokenize and decode text inside) are refused. tf2onnx and onnx (and for
+int8 onnxruntime) are imported only here, when an ONNX export runs
+(`pip install bert_tf[onnx]`).
 """
 
 import json
 import logging
 import os
+import tempfile
 
 from bert_tf import fileio
 from bert_tf.errors import UserError
@@ -67,14 +86,26 @@ _AXES = {2: ("batch", "sequence"), 3: ("batch", "choices", "sequence")}
 # The SavedModel's settings a client may need, copied to the metadata when present.
 _SETTINGS = (("pooling", "pooling"), ("normalize", "normalize"),
              ("threshold", "multi_label_threshold"))
+# --quantize=int8: `quantize_dynamic`'s settings, the fastest at batch 1 of those that keep
+# the answers (all-MiniLM-L6-v2 on a 2-core AVX-512 VNNI / AMX Xeon, docs/serving.md;
+# the tiny classifier of tests/test_export_int8.py). A scale per output channel costs
+# no time and halves MiniLM's error against one per tensor (its mean-pooled embeddings'
+# cosine to float32's: at least 0.9886 against 0.9255); int8 weights run ONNX Runtime's u8 x s8
+# kernels (uint8 weights: 2x slower); reduce_range (7-bit weights, for CPUs without
+# VNNI) was slower. MatMul only: quantize_dynamic's default also makes the word
+# embeddings int8 with one scale for the whole table, which took no time off and
+# doubled the tiny classifier's error (0.045 against 0.022: the gate is 0.05).
+INT8_SETTINGS = {"per_channel": True, "reduce_range": False, "weight_type": "QInt8",
+                 "op_types_to_quantize": ["MatMul"]}
 
 
-def check_request(kind, task_name, doc_stride=None, mixed_precision=None):
+def check_request(kind, task_name, doc_stride=None, mixed_precision=None, quantize=None):
     """Refuses what an ONNX export cannot hold, and a missing converter, in one line each.
 
     Raises:
       UserError: a task without a features signature, --doc_stride (the text
-        signatures' windows), --mixed_precision, or tf2onnx / onnx not installed.
+        signatures' windows), --mixed_precision, tf2onnx / onnx not installed,
+        or with quantize="int8" onnxruntime not installed.
     """
     if kind not in FEATURE_KINDS:
         raise UserError(
@@ -93,6 +124,13 @@ def check_request(kind, task_name, doc_stride=None, mixed_precision=None):
     except ImportError as e:
         raise UserError("--format=onnx needs tf2onnx and onnx (%s): pip install bert_tf[onnx]"
                         % e) from e
+    if quantize:
+        try:
+            # pylint: disable-next=import-outside-toplevel,unused-import
+            import onnxruntime.quantization  # noqa: F401
+        except ImportError as e:
+            raise UserError("--format=onnx --quantize=%s needs onnxruntime, which quantizes "
+                            "(%s): pip install bert_tf[onnx]" % (quantize, e)) from e
 
 
 def _dims(shape, names):
@@ -164,7 +202,64 @@ def _name_free_axes(model, input_specs, output_specs, free_names):
                 dim.dim_value = size
 
 
-def convert_saved_model(saved_model_dir, output_dir, task_name, phases=None):
+class _QuantizerChatter(logging.Filter):
+    """Drops what onnxruntime.quantization logs below ERROR (to the root logger).
+
+    For these models it is all expected: a line for each tensor whose scale is
+    computed at run time (all of them: dynamic), the int tensors it leaves
+    alone (Pad's pads), and the advice to run `quant_pre_process` first, which
+    changed neither the speed nor the answers (ONNX Runtime runs those passes
+    itself when it loads the model).
+    """
+
+    def __init__(self, package_dir):
+        super().__init__()
+        self.package_dir = package_dir + os.sep
+
+    def filter(self, record):
+        return record.levelno >= logging.ERROR or not record.pathname.startswith(
+            self.package_dir)
+
+
+def quantize_int8(model):
+    """`model` (a float32 ModelProto) through ONNX Runtime's `quantize_dynamic` (INT8_SETTINGS).
+
+    Returns:
+      (the int8 ModelProto, dict: how it was quantized, for the metadata).
+    """
+    # pylint: disable=import-outside-toplevel
+    import onnx
+    import onnxruntime
+    import onnxruntime.quantization
+    from onnxruntime.quantization import QuantType
+    from onnxruntime.quantization import quantize_dynamic
+
+    settings = dict(INT8_SETTINGS, weight_type=getattr(QuantType, INT8_SETTINGS["weight_type"]))
+    chatter = _QuantizerChatter(os.path.dirname(onnxruntime.quantization.__file__))
+    root = logging.getLogger()
+    root.addFilter(chatter)
+    try:
+        with tempfile.TemporaryDirectory(prefix="bert_export_onnx_int8_") as tmp:
+            path = os.path.join(tmp, MODEL_FILE)
+            quantize_dynamic(model, path, **settings)
+            quantized = onnx.load(path)
+    finally:
+        root.removeFilter(chatter)
+    int8_matmuls = sum(node.op_type == "MatMulInteger" for node in quantized.graph.node)
+    if not int8_matmuls:
+        raise AssertionError("quantize_dynamic quantized no MatMul")
+    info = {"method": "onnxruntime.quantization.quantize_dynamic",
+            "onnxruntime": onnxruntime.__version__,
+            "weights": "int8, symmetric",
+            "op_types": list(INT8_SETTINGS["op_types_to_quantize"]),
+            "per_channel": INT8_SETTINGS["per_channel"],
+            "reduce_range": INT8_SETTINGS["reduce_range"],
+            "activations": "uint8, one scale per tensor, at each call",
+            "int8_matmuls": int8_matmuls}
+    return quantized, info
+
+
+def convert_saved_model(saved_model_dir, output_dir, task_name, phases=None, quantize=None):
     """Writes `output_dir/` model.onnx, vocab.txt, bert_tf_onnx.json (+ labels.txt).
 
     Args:
@@ -173,6 +268,8 @@ def convert_saved_model(saved_model_dir, output_dir, task_name, phases=None):
       output_dir: the directory to write (created).
       task_name: the task, for the metadata and errors.
       phases: an `item_progress.PhaseLog`, or None.
+      quantize: None (float32), or "int8": the converted model through
+        `quantize_int8` (onnxruntime needed).
 
     Returns:
       dict, the metadata written to bert_tf_onnx.json.
@@ -181,6 +278,8 @@ def convert_saved_model(saved_model_dir, output_dir, task_name, phases=None):
     import onnx
     import tensorflow as tf
 
+    if quantize and quantize != "int8":
+        raise UserError("--quantize must be int8 (or empty), got %r" % (quantize,))
     loaded = tf.saved_model.load(saved_model_dir)
     if "serve_features" not in loaded.signatures:
         raise UserError("--format=onnx: the export of --task_name=%s has no serve_features "
@@ -206,6 +305,14 @@ def convert_saved_model(saved_model_dir, output_dir, task_name, phases=None):
     free_names = [name for name, size in zip(_AXES[rank], input_specs[0][1].shape.as_list())
                   if size is None]
     _name_free_axes(model, input_specs, output_specs, free_names)
+    if phases is not None:
+        phases.done("serve_features converted to ONNX (opset %d)", OPSET)
+    quantization = None
+    if quantize:
+        model, quantization = quantize_int8(model)
+        if phases is not None:
+            phases.done("quantized to int8 by ONNX Runtime %s (quantize_dynamic, %d MatMuls)",
+                        quantization["onnxruntime"], quantization["int8_matmuls"])
     if [v.name for v in model.graph.input] != list(FEATURES) or \
             sorted(v.name for v in model.graph.output) != output_names:
         raise AssertionError("ONNX inputs %s, outputs %s" % (
@@ -223,11 +330,14 @@ def convert_saved_model(saved_model_dir, output_dir, task_name, phases=None):
         "labels_file": LABELS_FILE if labels is not None else None,
         "model_file": MODEL_FILE,
         "opset": OPSET,
+        "quantize": quantize or None,
         "inputs": [{"name": name, "dtype": spec.dtype.name,
                     "shape": _dims(spec.shape, free_names)} for name, spec in input_specs],
         "outputs": [{"name": name, "dtype": spec.dtype.name,
                      "shape": _dims(spec.shape, free_names)} for name, spec in output_specs],
     }
+    if quantization is not None:
+        metadata["quantization"] = quantization
     for attribute, key in _SETTINGS:
         if hasattr(loaded, attribute):
             value = getattr(loaded, attribute).numpy()
@@ -235,8 +345,6 @@ def convert_saved_model(saved_model_dir, output_dir, task_name, phases=None):
     text = json.dumps(metadata, indent=2, sort_keys=True) + "\n"
     onnx.helper.set_model_props(model, {"bert_tf_onnx": json.dumps(metadata, sort_keys=True)})
     onnx.checker.check_model(model, full_check=True)
-    if phases is not None:
-        phases.done("serve_features converted to ONNX (opset %d)", OPSET)
 
     fileio.makedirs(output_dir)
     with fileio.open_file(os.path.join(output_dir, MODEL_FILE), "wb") as f:

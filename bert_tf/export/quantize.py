@@ -1,5 +1,11 @@
 """int8 exports for CPUs: a LiteRT (TFLite) model with int8 weights (`--quantize=int8`, new).
 
+With `--format=onnx`, `--quantize=int8` writes ONNX Runtime's own int8 of the
+ONNX export instead (`bert_tf.export.onnx.quantize_int8`: model.onnx,
+quantized by `onnxruntime.quantization.quantize_dynamic`); `check_quantize`
+refuses the combinations neither can be. The rest of this module is the
+LiteRT one.
+
 `export_int8(...)` writes `export_dir/<version>/` (by `export_saved_model`,
 atomically) with:
 
@@ -51,6 +57,7 @@ import tensorflow as tf
 
 from bert_tf import tokenization
 from bert_tf.errors import UserError
+from bert_tf.export import onnx as onnx_export
 from bert_tf.export import serving_module
 from bert_tf.modeling import padding
 from bert_tf.modeling import precision
@@ -70,23 +77,34 @@ def check_quantize(quantize, kind=None, task_name=None, format="saved_model",  #
                    mixed_precision=None, doc_stride=None):
     """Refuses, in one line naming the flags, what an int8 export cannot be.
 
+    `format` "saved_model" (the default) makes the LiteRT model of this
+    module; "onnx" makes ONNX Runtime's int8 of the ONNX model
+    (`bert_tf.export.onnx.quantize_int8`), for the ONNX export's tasks.
+
     Raises:
       UserError: an unknown --quantize; --quantize with --format=tfhub,
         --mixed_precision or --doc_stride (the windows need the tokenizer in
-        the graph); a task other than a classifier, encoder or embeddings.
+        the graph); a task other than a classifier, encoder or embeddings
+        (with --format=onnx, also multiple_choice).
     """
     if not quantize:
         return
     if quantize not in QUANTIZE:
         raise UserError("--quantize must be one of %s (or empty), got %r"
                         % ("|".join(QUANTIZE), quantize))
-    if format != "saved_model":
+    if format not in ("saved_model", onnx_export.FORMAT):
         raise UserError("--quantize=%s and --format=%s exclude each other (the int8 export "
-                        "is a LiteRT model)" % (quantize, format))
+                        "is a LiteRT model, or with --format=onnx an ONNX one)"
+                        % (quantize, format))
     if precision.MIXED_PRECISION.get(mixed_precision, mixed_precision):  # "fp32": float32
         raise UserError("--quantize=%s and --mixed_precision=%s exclude each other (the "
                         "int8 model computes in int8 and float32)" % (quantize, mixed_precision))
-    if kind is not None and kind not in TASKS:
+    if format == onnx_export.FORMAT:
+        if kind is not None and kind not in onnx_export.FEATURE_KINDS:
+            raise UserError("--format=onnx --quantize=%s exports a classifier, encoder, "
+                            "embeddings or multiple_choice: not --task_name=%s"
+                            % (quantize, task_name))
+    elif kind is not None and kind not in TASKS:
         raise UserError("--quantize=%s exports a classifier, encoder or embeddings: not "
                         "--task_name=%s" % (quantize, task_name))
     if doc_stride is not None:

@@ -84,7 +84,8 @@ and (classifier) `labels` as variables, and `vocab_file` as the asset.
 `format="tfhub"` to `bert_tf.export.hub.export_tfhub`, `format="onnx"` (the
 `serve_features` signature as an ONNX model) to `bert_tf.export.onnx`, and
 `quantize="int8"` to `bert_tf.export.quantize.export_int8` (a LiteRT model,
-features in).
+features in), or with `format="onnx"` to `bert_tf.export.onnx.quantize_int8`
+(the ONNX model in int8, by ONNX Runtime's `quantize_dynamic`).
 """
 
 import contextlib
@@ -678,7 +679,10 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
       quantize: None, or "int8": a classifier, the encoder or the embedder
         as a LiteRT model with int8 weights, features in
         (`bert_tf.export.quantize`: model.tflite, vocab.txt,
-        export_config.json in the version directory).
+        export_config.json in the version directory); with format "onnx"
+        (those tasks and multiple_choice), model.onnx in int8 by ONNX
+        Runtime's dynamic quantization, beside the float32 ONNX export's
+        files (`bert_tf.export.onnx.quantize_int8`; onnxruntime needed).
 
     Returns:
       str, the version directory written.
@@ -713,7 +717,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         raise UserError("--format=tfhub exports the encoder: use --task_name=%s, not %s"
                         % (ENCODER, task_name))
     if format == onnx_export.FORMAT:
-        onnx_export.check_request(kind, task_name, doc_stride, mixed_precision)
+        onnx_export.check_request(kind, task_name, doc_stride, mixed_precision, quantize)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError("--top_k=%r: must be a positive integer" % (top_k,))
     max_text_bytes = graph_tokenizer.check_max_text_bytes(max_text_bytes, "--max_text_bytes")
@@ -766,7 +770,7 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         model = load_model(kind, config, prefix, num_labels, mixed_precision,
                            multi_label=multi_label)
         phases.done("checkpoint loaded into the %s model", kind)
-        if quantize:
+        if quantize and format != onnx_export.FORMAT:
             with atomic_directory(final_dir) as tmp:
                 quantize_lib.export_int8(kind, task_name, model, vocab_file, do_lower_case,
                                          max_seq_length, tmp, labels, is_regression,
@@ -820,15 +824,16 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
                 with tempfile.TemporaryDirectory(prefix="bert_export_onnx_") as saved:
                     save_module(module, signatures, saved, vocab_file)
                     phases.done("signatures traced and SavedModel saved")
-                    onnx_export.convert_saved_model(saved, tmp, task_name, phases)
+                    onnx_export.convert_saved_model(saved, tmp, task_name, phases, quantize)
             else:
                 # The save traces every signature (the model and the tokenizer in the graph).
                 save_module(module, signatures, tmp, vocab_file)
                 phases.done("signatures traced and SavedModel saved")
         phases.done("written to %s", final_dir)
         if format == onnx_export.FORMAT:
-            logs.result("Exported %s from %s to %s (ONNX: %s, serve_features)", task_name,
-                        prefix, final_dir, onnx_export.MODEL_FILE)
+            logs.result("Exported %s from %s to %s (ONNX%s: %s, serve_features)", task_name,
+                        prefix, final_dir, " " + quantize if quantize else "",
+                        onnx_export.MODEL_FILE)
             return final_dir
         logs.result("Exported %s from %s to %s (signatures: %s; compute: %s)", task_name, prefix,
                     final_dir, ", ".join(sorted(signatures)),

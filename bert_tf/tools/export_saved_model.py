@@ -39,7 +39,10 @@ classifier, encoder or embeddings) writes a LiteRT model with int8 weights
 instead: `<version>/model.tflite` (signature serve_features: ids in, the
 float32 outputs of the SavedModel's serve_features out), `vocab.txt` and
 `export_config.json` (task, max_seq_length, do_lower_case, labels);
-`bert_tf.export.quantize.Int8Model` tokenizes and runs it.
+`bert_tf.export.quantize.Int8Model` tokenizes and runs it. `--format=onnx
+--quantize=int8` writes the ONNX export with model.onnx in int8 instead,
+quantized by ONNX Runtime's own dynamic quantization (int8 weights with a
+scale per output channel; onnxruntime needed: `pip install bert_tf[onnx]`).
 
 Also `python -m bert_tf.tools.export_saved_model`; in a clone, `python tools/export_saved_model.py`.
 """
@@ -83,7 +86,7 @@ FLAGS = (
                 "signature as model.onnx for ONNX Runtime (ids in: tokenize with "
                 "FullTokenizer), with vocab.txt, labels.txt and bert_tf_onnx.json (a "
                 "classifier task, encoder, embeddings or multiple_choice; pip install "
-                "bert_tf[onnx])."),
+                "bert_tf[onnx]); with --quantize=int8, in int8."),
     groups.enum("mixed_precision", None, ["bf16", "fp16"],
                 "Export a model that computes in bfloat16 (bf16) or float16 (fp16): "
                 "the same signatures, float32 variables and float32 outputs (within "
@@ -94,8 +97,12 @@ FLAGS = (
                 "int8: export a classifier, encoder or embeddings as a LiteRT model with "
                 "int8 weights for CPUs (<version>/model.tflite, vocab.txt, "
                 "export_config.json; features in, the tokenizer outside): 2-2.8x as fast "
-                "as float32 on a 2-core AVX-512 Xeon (all-MiniLM-L6-v2's size). Not with "
-                "--format=tfhub, --mixed_precision or --doc_stride. Default: none."),
+                "as float32 on a 2-core AVX-512 Xeon (all-MiniLM-L6-v2's size). With "
+                "--format=onnx (also multiple_choice): model.onnx in int8 for ONNX Runtime, "
+                "quantized by ONNX Runtime's quantize_dynamic (int8 weights, a scale per "
+                "output channel), beside the same files as the float32 ONNX export "
+                "(onnxruntime needed). Not with --format=tfhub, --mixed_precision or "
+                "--doc_stride. Default: none."),
     groups.with_help(groups.TOP_K, "task_name=fill_mask: the best tokens returned per [MASK]."),
     groups.enum("pooling", None, ["cls", "mean", "max"],
                 "task_name=embeddings: how a text's token vectors become one (the [CLS] "
