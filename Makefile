@@ -42,18 +42,21 @@ test-fast: setup
 demo: setup
 	bash tools/demo.sh $(PY) $(DEMO_DIR)
 
-# The benchmark suite, quick (about 16 minutes on 2 cores; BENCHMARKS.md). The peers (keras-hub,
-# TF Model Garden) go into their own venv, bench/.peers; `make bench BENCH_FLAGS=--full` or
+# The benchmark suite, quick (about 22 minutes on 2 cores; BENCHMARKS.md). The peers (keras-hub,
+# TF Model Garden) go into their own venv, bench/.peers, Hugging Face transformers into
+# bench/.hf-peer; `make bench BENCH_FLAGS=--full` or
 # `make bench-full` runs the full sizes, for a quiet machine; BENCH_FLAGS="--only forward_bench"
 # runs one.
 BENCH_FLAGS ?=
 
 bench: setup
 	bash bench/setup_peers.sh $(PY)
+	bash bench/setup_hf_peer.sh $(PY)
 	$(PY) bench/run.py --quick $(BENCH_FLAGS)
 
 bench-full: setup
 	bash bench/setup_peers.sh $(PY)
+	bash bench/setup_hf_peer.sh $(PY)
 	$(PY) bench/run.py --full $(BENCH_FLAGS)
 
 clean:

