@@ -22,6 +22,13 @@ tools use it:
                one `tf.function` (XLA-compiled with --use_xla), each step's
                input ids shifted by the step number so no step can be hoisted.
 
+Then the fine-tuning of `finetuning` again, on 8 batches of short rows taken
+in turn (each row 8 to seq / 2 tokens long, the rest padding: a tweet or a
+sentence pair at seq 128), XLA off, twice: `short rows whole` with every row
+at full length (`trim_padding=False`, as the original), `short rows cut` as
+the tools run it (each batch cut after its longest row, the encoder on the
+real tokens alone). Their FLOPs (and MFU) count the real tokens only.
+
 Training steps run in the Trainer's host loops: a first loop of
 `--warmup_steps` (tracing, XLA compilation) is not timed; the timed steps
 then run in loops of `--warmup_steps` steps each (the Trainer ends a host
@@ -120,7 +127,7 @@ PEAK_TFLOPS = (
     ("T4", 65.0),       # fp16
 )
 
-CHECKS = ("pretraining", "finetuning", "inference")
+CHECKS = ("pretraining", "finetuning", "inference", "short rows whole", "short rows cut")
 
 
 class CheckError(Exception):
@@ -142,13 +149,14 @@ def model_flops(config, seq_length, head, max_predictions_per_seq=0, num_labels=
 
     Args:
       config: `BertConfig`.
-      seq_length: int, S (every position real).
+      seq_length: S (every position real); a float for the mean length of rows
+        of several lengths (their real tokens).
       head: "pretraining" (MLM on `max_predictions_per_seq` positions + NSP)
         or "classifier" (`num_labels` outputs on the pooled output).
       training: 3 x forward (forward + backward) if True, else the forward pass.
 
     Returns:
-      int, FLOPs (a multiply-add is 2).
+      FLOPs (a multiply-add is 2): an int for an int seq_length.
     """
     h, s = config.hidden_size, seq_length
     encoder = 2 * s * encoder_matmul_parameters(config) + config.num_hidden_layers * 4 * s * s * h
@@ -225,22 +233,44 @@ def _pretraining_features(batch_size, seq_length, max_predictions_per_seq, vocab
     return batch
 
 
-def _train(strategy, task, features, args, batch_size, learning_rate, num_accumulation_steps=1):
-    """Times `Trainer.train` on one repeated batch; returns (seq/s, timed steps, seconds)."""
+def _short_row_batches(batch_size, seq_length, vocab_size, num_batches=8):
+    """`num_batches` classifier batches (numpy, a leading batch axis) of short rows.
+
+    Each row's length is drawn uniformly from 8 to seq_length / 2 (a tweet or a
+    sentence pair at seq 128: padding is most of every row), the rest padding.
+    """
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    rng = np.random.RandomState(2)
+    shape = (num_batches, batch_size)
+    lengths = rng.randint(min(8, seq_length), max(9, seq_length // 2) + 1, size=shape)
+    mask = (np.arange(seq_length) < np.minimum(lengths, seq_length)[..., None]).astype(np.int32)
+    return {"input_ids": rng.randint(1, vocab_size, shape + (seq_length,)).astype(np.int32) * mask,
+            "input_mask": mask,
+            "segment_ids": (np.arange(seq_length) >= lengths[..., None] // 2).astype(np.int32)
+            * mask,
+            "label_ids": rng.randint(2, size=shape).astype(np.int32)}
+
+
+def _train(strategy, task, features, args, batch_size, learning_rate, num_accumulation_steps=1,
+           batches=False, use_xla=None, trim_padding=True):
+    """Times `Trainer.train` on one repeated batch (or, with `batches`, `features`' leading
+    axis of batches in turn); returns (seq/s, timed steps, seconds)."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     from bert_tf import training  # pylint: disable=g-import-not-at-top
 
     def dataset_fn(input_context):
-        return tf.data.Dataset.from_tensors(
-            {k: tf.constant(v) for k, v in features.items()}).repeat()
+        values = {k: tf.constant(v) for k, v in features.items()}
+        return (tf.data.Dataset.from_tensor_slices(values) if batches
+                else tf.data.Dataset.from_tensors(values)).repeat()
 
     total = args.warmup_steps + args.steps
     with tempfile.TemporaryDirectory() as output_dir:
         # A host loop ends every log_steps: the first one (the warm-up, with the
         # tracing and compilation) is left out of the timing.
         trainer = training.Trainer(strategy, task, output_dir,
-                                   mixed_precision=args.mixed_precision, use_xla=args.use_xla,
-                                   log_steps=args.warmup_steps)
+                                   mixed_precision=args.mixed_precision,
+                                   use_xla=args.use_xla if use_xla is None else use_xla,
+                                   log_steps=args.warmup_steps, trim_padding=trim_padding)
         history = trainer.train(dataset_fn, batch_size, total, learning_rate,
                                 max(1, total // 10), save_checkpoints_steps=total,
                                 iterations_per_loop=total,
@@ -322,13 +352,23 @@ def run_checks(args, log=print):
         ("pretraining", large, "pretraining", args.pretrain_batch_size),
         ("finetuning", base, "classifier", args.finetune_batch_size),
         ("inference", base, "classifier", args.inference_batch_size),
+        ("short rows whole", base, "classifier", args.finetune_batch_size),
+        ("short rows cut", base, "classifier", args.finetune_batch_size),
     ]
+    short = None
     for check, config, head, batch_size in specs:
+        short_rows = check.startswith("short rows")
+        if short_rows and short is None:
+            short = _short_row_batches(batch_size, s, config.vocab_size)
+        # Short rows: XLA off (it compiles whole rows); the FLOPs of the rows' real tokens,
+        # so MFU counts no padding.
+        length = float(short["input_mask"].sum(-1).mean()) if short_rows else s
         row = {"check": check, "model": "L-%d H-%d" % (config.num_hidden_layers,
                                                        config.hidden_size),
-               "precision": args.mixed_precision or "fp32", "xla": bool(args.use_xla),
+               "precision": args.mixed_precision or "fp32",
+               "xla": bool(args.use_xla) and not short_rows,
                "batch_size": batch_size, "seq_length": s,
-               "flops_per_seq": model_flops(config, s, head, args.max_predictions_per_seq,
+               "flops_per_seq": model_flops(config, length, head, args.max_predictions_per_seq,
                                             num_labels=2, training=check != "inference")}
         elapsed = time.time() - start
         if elapsed > args.time_budget_s:
@@ -344,6 +384,9 @@ def run_checks(args, log=print):
             task = PretrainingTask(config, s, args.max_predictions_per_seq)
             result = _train(strategy, task, features, args, batch_size, 1e-4,
                             args.num_accumulation_steps)
+        elif short_rows:
+            result = _train(strategy, ClassifierTask(config, 2), short, args, batch_size, 2e-5,
+                            batches=True, use_xla=False, trim_padding=check.endswith("cut"))
         else:
             features = random_batch(batch_size, s, 2, config.vocab_size)
             task = ClassifierTask(config, 2)

@@ -145,11 +145,10 @@ CUT = {"embeddings": 8}
 def _loss_and_gradients(task, model, features, trim):
     features = {k: tf.constant(v) for k, v in features.items()}
     normalizers = task.loss_normalizers(features)
-    with tf.GradientTape() as tape, steps.without_padding(task, model, trim):
+    with tf.GradientTape() as tape, steps.without_padding(task, model, features,
+                                                          trim) as features:
         # No dropout (the heads' own too): a cut batch would draw masks of its own shape.
-        loss, metrics = task.compute_loss(
-            model, task.trim_padding(features) if trim else features, normalizers,
-            training=False)
+        loss, metrics = task.compute_loss(model, features, normalizers, training=False)
     gradients = tape.gradient(loss, model.trainable_variables)
     return loss, metrics, gradients
 

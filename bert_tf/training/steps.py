@@ -41,12 +41,20 @@ def fixed_shapes(strategy, use_xla=False):
         strategy, (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy))
 
 
-def without_padding(task, model, trim_padding=True):
-    """The context a step calls the task's model in: it skips the padding inside the
-    cut batch (`padding.padding_skipped`) where the task reads none, else nothing."""
-    if trim_padding and task.skips_padding:
-        return padding.padding_skipped(model)
-    return contextlib.nullcontext()
+@contextlib.contextmanager
+def without_padding(task, model, features, trim_padding=True):
+    """The context a step calls the task's model in; yields the features it calls it on.
+
+    With `trim_padding`, for a task that reads no padding position: the
+    features cut after the batch's longest row (`Task.trim_padding`), the
+    model's encoder skipping the padding inside the cut
+    (`padding.padding_skipped`). Otherwise the features as they are.
+    """
+    if not (trim_padding and task.skips_padding):
+        yield features
+        return
+    with padding.padding_skipped(model):
+        yield task.trim_padding(features)
 
 
 def predict_outputs(task, model, features, trim_padding=True):
@@ -59,10 +67,7 @@ def predict_outputs(task, model, features, trim_padding=True):
     depend on the batch it was in; the features it hands back are the uncut
     ones.
     """
-    if not trim_padding:
-        return dict(task.predict_step(model, features))
-    trimmed = task.trim_padding(features)
-    with without_padding(task, model):
+    with without_padding(task, model, features, trim_padding) as trimmed:
         outputs = dict(task.predict_step(model, trimmed))
     if trimmed is features:
         return outputs
@@ -187,7 +192,7 @@ def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, u
     None: each `Dropout` draws from its own seed generator.
 
     With `trim_padding` (not under XLA), each micro-batch's loss and
-    gradients are computed on it cut after its longest row (`Task.trim_padding`).
+    gradients are computed without its padding (`without_padding`).
 
     Returns:
       `fn(features) -> float32 [1 + len(task.metric_sum_keys)]`: this
@@ -199,10 +204,9 @@ def build_replica_train_step(task, model, optimizer, num_accumulation_steps=1, u
     trim = trim_padding and not use_xla
 
     def compute_gradients(features, normalizers, micro_batch=0):
-        if trim:
-            features = task.trim_padding(features)
         variables = model.trainable_variables
-        with tf.GradientTape() as tape, without_padding(task, model, trim):
+        with tf.GradientTape() as tape, without_padding(task, model, features,
+                                                         trim) as features:
             if dropouts is None:
                 loss, metrics = task.compute_loss(model, features, normalizers, training=True)
             else:
@@ -326,8 +330,8 @@ def replica_eval_sums(task, model, features, trim_padding=True):
     `trim_padding`, `eval_step` sees the batch cut after its longest row.
     """
     keys = tuple(task.eval_sum_keys)
-    with without_padding(task, model, trim_padding):
-        local = task.eval_step(model, task.trim_padding(features) if trim_padding else features)
+    with without_padding(task, model, features, trim_padding) as features:
+        local = task.eval_step(model, features)
     total = tf.distribute.get_replica_context().all_reduce(
         tf.distribute.ReduceOp.SUM, tf.stack([tf.cast(local[k], tf.float32) for k in keys]))
     batch = {k: total[j] for j, k in enumerate(keys)}
