@@ -400,6 +400,12 @@ def run_checks(args, log=print):
     return rows
 
 
+def _percent(value):
+    """A percentage to one decimal, or to two significant digits under 1% (a tiny model's
+    MFU on a CPU: 0.031%, not 0.0%)."""
+    return ("%.1f%%" % value) if value >= 1 else ("%.2g%%" % value)
+
+
 def format_table(rows, peak_tflops, device):
     """The results as a Markdown table (one row per check) and notes."""
     lines = ["| check | model | precision | XLA | batch | seq | seq/s | model GFLOP/seq "
@@ -413,7 +419,7 @@ def format_table(rows, peak_tflops, device):
                             row["seq_length"], row["flops_per_seq"] / 1e9))
             continue
         tflops = row["flops_per_seq"] * row["seq_per_sec"] / 1e12
-        mfu = "%.1f%%" % (100.0 * tflops / peak_tflops) if peak_tflops else "n/a"
+        mfu = _percent(100.0 * tflops / peak_tflops) if peak_tflops else "n/a"
         lines.append("| %s | %s | %s | %s | %d | %d | %.1f | %.4g | %.3g | %s |"
                      % (row["check"], row["model"], row["precision"],
                         "yes" if row["xla"] else "no", row["batch_size"], row["seq_length"],

@@ -21,8 +21,6 @@ import contextlib
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.modeling.layers.transformer import BertEncoder
-
 # An export's rows are cut to a multiple of this many positions (at most their length).
 LENGTH_MULTIPLE = 16
 # Training, evaluation and prediction's: finer (less padding computed), still few shapes.
@@ -109,11 +107,13 @@ def padding_skipped(model):
     dense layers, dropout and LayerNorm on [T, D] (T the batch's attended
     tokens), the attention scores in the rows. For a task that reads no
     padding position (`Task.skips_padding`): its numbers stay the whole
-    rows'; the encoder's outputs are 0 at padding.
+    rows'; the encoder's outputs are 0 at padding. The encoders are found
+    by that switch (a layer that has a `skip_padding` attribute), so this
+    module imports no layer.
     """
     encoders = [layer for layer in model._flatten_layers()  # pylint: disable=protected-access
-                if isinstance(layer, BertEncoder)]
-    before = [getattr(encoder, "skip_padding", False) for encoder in encoders]
+                if hasattr(layer, "skip_padding")]
+    before = [encoder.skip_padding for encoder in encoders]
     for encoder in encoders:
         encoder.skip_padding = True
     try:

@@ -170,6 +170,8 @@ class BertEncoder(keras.layers.Layer):
     which no loss but SQuAD's reads).
     """
 
+    skip_padding = False
+
     def __init__(self, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                  intermediate_size=3072, hidden_act="gelu", hidden_dropout_prob=0.1,
                  attention_probs_dropout_prob=0.1, initializer_range=0.02, pruned_heads=None,
@@ -227,7 +229,7 @@ class BertEncoder(keras.layers.Layer):
         all_layer_outputs = []
         all_attentions = []
         positions = None
-        if getattr(self, "skip_padding", False) and attention_adder is not None:
+        if self.skip_padding and attention_adder is not None:
             positions = masks.token_positions(attention_adder)
             hidden_states = masks.rows_to_tokens(hidden_states, positions)  # [T, D]
         for i, layer in enumerate(self.layers):
