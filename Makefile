@@ -42,7 +42,7 @@ test-fast: setup
 demo: setup
 	bash tools/demo.sh $(PY) $(DEMO_DIR)
 
-# The benchmark suite, quick (about 22 minutes on 2 cores; BENCHMARKS.md). The peers (keras-hub,
+# The benchmark suite, quick (about 24 minutes on 2 cores; BENCHMARKS.md). The peers (keras-hub,
 # TF Model Garden) go into their own venv, bench/.peers, Hugging Face transformers into
 # bench/.hf-peer; `make bench BENCH_FLAGS=--full` or
 # `make bench-full` runs the full sizes, for a quiet machine; BENCH_FLAGS="--only forward_bench"

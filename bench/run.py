@@ -5,7 +5,7 @@ r"""The whole benchmark suite, one script after another: what `make bench` runs.
 
 Runs each benchmark script of `bench/` in its own process, in the order of
 SCRIPTS, with this interpreter; their output streams through as they run.
-`--quick` (what `make bench` runs; about 16 minutes on 2 cores) passes each
+`--quick` (what `make bench` runs; about 24 minutes on 2 cores) passes each
 script its quick flags; `--full` (`make bench-full`, for a quiet machine) its
 full-size defaults. The peers (keras-hub, TF Model Garden) come from the
 interpreter of `--peer_python` (`bench/setup_peers.sh` makes it). At the end,

@@ -142,13 +142,13 @@ TASKS = {"classifier": _classifier, "multi_label": _multi_label, "regression": _
 CUT = {"embeddings": 8}
 
 
-def _loss_and_gradients(task, model, features, trim):
+def _loss_and_gradients(task, model, features, trim, training=False):
     features = {k: tf.constant(v) for k, v in features.items()}
     normalizers = task.loss_normalizers(features)
     with tf.GradientTape() as tape, steps.without_padding(task, model, features,
                                                           trim) as features:
         # No dropout (the heads' own too): a cut batch would draw masks of its own shape.
-        loss, metrics = task.compute_loss(model, features, normalizers, training=False)
+        loss, metrics = task.compute_loss(model, features, normalizers, training=training)
     gradients = tape.gradient(loss, model.trainable_variables)
     return loss, metrics, gradients
 
@@ -450,3 +450,20 @@ def test_the_encoder_skips_the_padding_of_the_shorter_rows():
     kept = rows["input_mask"].astype(bool)
     np.testing.assert_allclose(packed[kept], whole[kept], atol=ATOL, rtol=ATOL)
     assert not packed[~kept].any()
+
+
+def test_recomputed_layers_skip_the_padding_with_the_same_gradients():
+    """--gradient_checkpointing: each layer recomputed in the backward pass on the tokens alone."""
+    task, features = _pretraining(np.random.RandomState(7))  # no dropout in its heads
+    task.config.gradient_checkpointing = True
+    keras.utils.set_random_seed(1)
+    model = task.build_model()
+    assert model.bert.encoder.gradient_checkpointing
+    loss, _, gradients = _loss_and_gradients(task, model, features, trim=False, training=True)
+    cut_loss, _, cut_gradients = _loss_and_gradients(task, model, features, trim=True,
+                                                     training=True)
+    np.testing.assert_allclose(cut_loss, loss, atol=ATOL, rtol=ATOL)
+    for variable, whole, trimmed in zip(model.trainable_variables, gradients, cut_gradients):
+        if whole is not None:
+            np.testing.assert_allclose(tf.convert_to_tensor(trimmed), tf.convert_to_tensor(whole),
+                                       atol=ATOL, rtol=1e-4, err_msg=variable.path)
