@@ -313,6 +313,54 @@ def test_keras_fit_trains_on_dicts_of_features(files):
     assert again.labels == labels and again.num_labels == len(labels)
 
 
+def test_the_loss_counts_only_each_words_first_sub_token():
+    """The loss and the metrics are the mean over the `label_mask` positions only.
+
+    A word's continuation sub-tokens, [CLS], [SEP] (input_mask 1, label_mask
+    0) and padding carry label 1, which the model finds unlikely (its bias
+    favours label 0), while every labelled position carries label 0: a loss
+    that counts any unlabelled position is far above the hand-computed one.
+    """
+    tf.keras.utils.set_random_seed(0)
+    model = BertTokenClassifier(one_layer_config(), num_labels=3)
+    model.classifier.output_bias.assign([4.0, 0.0, 0.0])
+    # [CLS] w ##a w ##b ##c [SEP] pad / [CLS] w w ##a ##b [SEP] pad pad
+    input_mask = np.array([[1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 0, 0]], np.int32)
+    label_mask = np.array([[0, 1, 0, 1, 0, 0, 0, 0], [0, 1, 1, 0, 0, 0, 0, 0]], np.int32)
+    features = {"input_ids": np.array([[2, 10, 11, 12, 13, 14, 3, 0],
+                                       [2, 15, 16, 17, 18, 3, 0, 0]], np.int32),
+                "input_mask": input_mask, "segment_ids": np.zeros_like(input_mask),
+                "label_mask": label_mask,
+                "label_ids": np.where(label_mask > 0, 0, 1).astype(np.int32)}
+    assert (label_mask < input_mask).sum() == 9  # unlabelled sub-tokens, [CLS], [SEP]
+
+    logits = model(features)["logits"].numpy().astype(np.float64)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    labelled = label_mask > 0
+    expected = -log_probs[..., 0][labelled].mean()
+    everywhere = -np.take_along_axis(log_probs, features["label_ids"][..., None], -1).mean()
+    assert everywhere > expected + 1.0  # the labels elsewhere would move the loss
+
+    task = model.make_task()
+    tensors = {k: tf.constant(v) for k, v in features.items()}
+    loss, sums = task.compute_loss(model, tensors, task.loss_normalizers(tensors),
+                                   training=False)
+    assert float(loss) == pytest.approx(expected, rel=1e-5)
+    assert float(sums["words"]) == labelled.sum() == float(sums["correct"])
+    tensors["is_real_example"] = tf.ones([2], tf.int32)
+    eval_sums = task.eval_step(model, tensors)
+    assert float(eval_sums["weight"]) == labelled.sum()
+    assert float(eval_sums["loss_sum"]) / labelled.sum() == pytest.approx(expected, rel=1e-5)
+
+    # Keras: evaluate on the feature dict and on (x, y) give the same mean.
+    model.compile(optimizer="adam")
+    x = {k: v for k, v in features.items() if k != "label_ids"}
+    results = model.evaluate(x, features["label_ids"], batch_size=2, return_dict=True,
+                             verbose=0)
+    assert results["eval_loss"] == pytest.approx(expected, rel=1e-5)
+    assert results["eval_accuracy"] == 1.0
+
+
 # ------------------------------------------------------------------ bad input
 
 
