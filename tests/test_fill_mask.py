@@ -9,6 +9,9 @@
   logits, index 0 ("is next", as `get_next_sentence_output`'s labels).
 * Each mistake is one line; a text longer than max_seq_length is refused,
   never truncated.
+* A config's vocab_size larger than vocab.txt (ids without a token, made
+  the likeliest here): only the vocab's tokens are answers, from `fill_mask`
+  and from the export's signature.
 * The tool writes the same answers as JSON lines, atomically; bad input
   writes nothing.
 * (`original`) The scores equal the original `get_masked_lm_output`'s
@@ -185,6 +188,55 @@ def test_a_list_of_texts_in_batches_gives_each_texts_answers(model):
             np.testing.assert_allclose([x["score"] for x in flat_g],
                                        [x["score"] for x in flat_a], atol=1e-6)
     assert model.fill_mask([], top_k=2) == []
+
+
+def _larger_vocab_size_model(tmp_path, extra=8):
+    """A BertFillMask whose config has `extra` ids past vocab.txt's, the likeliest answers.
+
+    Built directly (no `from_pretrained`), so it holds whatever that makes of
+    such a pair; what it answers is tested here.
+    """
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("".join(t + "\n" for t in VOCAB), encoding="utf-8")
+    keras.utils.set_random_seed(5)
+    config = BertConfig.from_dict(dict(TINY_CONFIG, vocab_size=len(VOCAB) + extra))
+    model = BertFillMask(config, vocab_file=str(vocab_file), max_seq_length=16)
+    bias = model.cls.masked_lm.output_bias
+    bias.assign(np.where(np.arange(bias.shape[0]) >= len(VOCAB), 30.0, 0.0))
+    return model, str(vocab_file)
+
+
+def test_answers_are_tokens_of_the_vocab_when_the_config_has_more_ids(tmp_path):
+    model, _ = _larger_vocab_size_model(tmp_path)
+    tokens = ["[CLS]", "the", "cat", "[MASK]", "on", "the", "mat", ".", "[SEP]"]
+    probs = direct_probabilities(model, tokens, [3])[0]
+    assert probs.shape == (len(VOCAB) + 8,) and probs.argmax() >= len(VOCAB)
+    answers = model.fill_mask("The cat [MASK] on the mat.", top_k=5)
+    assert [a["token"] for a in answers] == list(
+        np.argsort(-probs[:len(VOCAB)], kind="stable")[:5])
+    assert all(a["token_str"] == VOCAB[a["token"]] for a in answers)
+    # top_k past the vocab: every token of the vocab, none past it.
+    everything = model.fill_mask(["[MASK] dog ran [MASK]!"], top_k=10 ** 6)[0]
+    for per_mask in everything:
+        assert sorted(a["token"] for a in per_mask) == list(range(len(VOCAB)))
+
+
+def test_the_served_answers_are_tokens_of_the_vocab_when_the_config_has_more_ids(tmp_path):
+    from bert_tf.export.fill_mask import FillMaskServingModule
+    from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
+    model, vocab_file = _larger_vocab_size_model(tmp_path)
+    want = model.fill_mask(["The cat [MASK] on the mat.", "[MASK] dog ran [MASK]!"], top_k=4)
+    module = FillMaskServingModule(model, GraphTokenizer(vocab_file, True), VOCAB, 16,
+                                   top_k=len(VOCAB) + 8)
+    got = module.serving_default(tf.constant(["The cat [MASK] on the mat.",
+                                              "[MASK] dog ran [MASK]!"]))
+    token_ids = got["token_ids"].numpy()
+    assert token_ids.shape == (2, 2, len(VOCAB))  # top_k: at most the vocab's tokens
+    assert token_ids.max() < len(VOCAB)
+    assert sorted(token_ids[1, 0]) == list(range(len(VOCAB)))
+    assert token_ids[0, 0, :4].tolist() == [a["token"] for a in want[0]]
+    assert token_ids[1, 1, :4].tolist() == [a["token"] for a in want[1][1]]
+    assert got["token_strings"].numpy()[0, 0, 0].decode() == want[0][0]["token_str"]
 
 
 def test_mask_in_raw_text_is_the_mask_token(model):
