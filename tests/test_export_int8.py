@@ -21,6 +21,10 @@ dynamic quantization; when tf2onnx and onnxruntime are installed).
   multi-label head's sigmoid, multi-hot predictions and labels come through.
   The ONNX int8 export's directory holds the float32 ONNX export's files,
   its metadata says int8, and every dense layer's MatMul is int8.
+* The cut (`attended_length`, `trim_padding`, `Int8Model`'s) keeps every
+  attended position of a batch whose longest row ends at any length 1 to
+  seq_length (one past a multiple of 16 included): a tiny int8 encoder
+  answers such a batch as model.tflite does on the whole padded rows.
 * Bad combinations (--format=tfhub, --mixed_precision, --doc_stride, a task
   other than a classifier, encoder or embeddings; with --format=onnx, other
   than those and multiple_choice) are one-line errors naming the flags,
@@ -278,6 +282,68 @@ def test_attended_length_is_the_saved_models_cut():
     for mask in masks:
         cut = serving_module.trim_padding({"input_mask": tf.constant(mask)})["input_mask"]
         assert quantize.attended_length(mask) == cut.shape[-1], mask.sum(-1)
+
+
+def _masks_ending_at_every_length(seq_length, rng):
+    """(length, mask [3, seq_length]) for each length 1..seq_length: the longest row's.
+
+    The other rows are no longer (each attends at least its first position,
+    as [CLS]), and the longest has a hole before its last token, so only the
+    last attended position sets the cut.
+    """
+    for length in range(1, seq_length + 1):
+        mask = np.zeros((3, seq_length), np.int32)
+        mask[0, :length] = 1
+        if length > 2:
+            mask[0, rng.randint(1, length - 1)] = 0
+        mask[1, :rng.randint(1, length + 1)] = 1
+        mask[2, :max(1, length // 2)] = 1
+        yield length, mask
+
+
+def test_the_cut_keeps_every_attended_position_of_rows_ending_anywhere():
+    """The cut at every last position 1..seq_length, one past a multiple of 16 included."""
+    from bert_tf.export import serving_module
+    from bert_tf.modeling import padding
+    seq_length = 72  # 16k + 1 for k = 1..4; a length past the last multiple of 16
+    rng = np.random.RandomState(0)
+    for length, mask in _masks_ending_at_every_length(seq_length, rng):
+        want = min(seq_length, -(-length // 16) * 16)
+        assert padding.attended_length(tf.constant(mask)).numpy() == want, length
+        assert padding.numpy_attended_length(mask) == want, length
+        assert quantize.attended_length(mask) == want, length
+        cut = serving_module.trim_padding({"input_mask": tf.constant(mask)})["input_mask"]
+        assert cut.shape == (3, want) and cut.numpy().sum() == mask.sum(), length
+
+
+def test_int8_model_answers_rows_ending_anywhere_as_the_whole_rows(tmp_path):
+    """Int8Model's cut batches give the outputs of model.tflite on the whole padded rows."""
+    from bert_tf.modeling.bert_model import BertModel
+    seq_length = 40  # 17 and 33: one past a multiple of 16; 33..40 cut at 40
+    vocab_file = str(tmp_path / "vocab.txt")
+    with open(vocab_file, "w") as f:
+        f.write("\n".join(SPECIAL + ["w%d" % i for i in range(len(SPECIAL), 99)]) + "\n")
+    tf.keras.utils.set_random_seed(0)
+    bert = BertModel(tiny_config(num_hidden_layers=1, max_position_embeddings=seq_length))
+    export_dir = str(tmp_path / "int8")
+    quantize.export_int8("encoder", "encoder", bert, vocab_file, True, seq_length, export_dir)
+    model = quantize.Int8Model(export_dir, num_threads=1)
+    assert model.any_length
+    whole_rows = quantize._interpreter(os.path.join(export_dir, "model.tflite"),
+                                       1).get_signature_runner("serve_features")
+    rng = np.random.RandomState(1)
+    for length, mask in _masks_ending_at_every_length(seq_length, rng):
+        features = {"input_ids": np.where(mask > 0, rng.randint(5, 99, mask.shape), 0),
+                    "input_mask": mask, "segment_ids": np.zeros_like(mask)}
+        got = model.predict_features(**features)
+        want = whole_rows(**{k: v.astype(np.int32) for k, v in features.items()})
+        kept = mask[:, :, None] > 0
+        assert np.all(np.abs(got["sequence_output"][0, length - 1]) > 0), length
+        np.testing.assert_allclose(got["sequence_output"],
+                                   np.where(kept, want["sequence_output"], 0), atol=1e-5,
+                                   err_msg="rows ending at %d" % length)
+        np.testing.assert_allclose(got["pooled_output"], want["pooled_output"], atol=1e-5,
+                                   err_msg="rows ending at %d" % length)
 
 
 def _flags(trained, export_dir, **overrides):
