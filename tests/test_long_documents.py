@@ -12,6 +12,9 @@ reads the first window alone is at exactly 50% on them.
   evaluated without --doc_stride (truncated) are at chance on the twins.
 * The records: every token of every document in some window, in order,
   `document_index` on each, the first window the truncated record.
+* The edges, in the records, the graph's windows and Keras on raw text: an
+  empty text is one empty window (none of its neighbours' tokens), a text
+  exactly a window's room long one window, one token more two.
 * eval_results.txt and test_results.tsv equal the mean of the windows'
   logits computed here from the records (Keras on the checkpoint).
 * Keras `predict` on the raw text and the export (a TensorFlow-only
@@ -184,6 +187,54 @@ def test_every_token_is_in_a_window_and_every_window_names_its_document(files, t
     for key in ("input_ids", "input_mask", "segment_ids"):
         np.testing.assert_array_equal(graph[key].numpy(), records[key])
     np.testing.assert_array_equal(graph[text_windows.TEXT_INDEX].numpy(), index)
+
+
+def test_an_empty_text_a_full_window_and_one_token_past_it_are_cut_exactly(files,
+                                                                           preprocessor):
+    """The edges of the windows, in the records, the graph and Keras on raw text.
+
+    An empty text is one empty window (`[CLS] [SEP]`, its neighbours' tokens
+    not in it); a text of exactly a window's room (14 tokens) is one window;
+    one token more is two (tokens 0-13 and 7-14).
+    """
+    full = ["w%02d" % i for i in range(SEQ_LENGTH - 2)]
+    texts = ["", " ".join(full), " ".join(full + ["w20"]), "", "w01 w02"]
+    ids = [[FILLER.index(w) + 6 for w in t.split()] for t in texts]
+    assert [text_windows.spans(len(i), SEQ_LENGTH, DOC_STRIDE) for i in ids[:3]] == [
+        [(0, 0)], [(0, 14)], [(0, 14), (7, 8)]]
+    windows = [[], ids[1], ids[2][:14], ids[2][7:], [], ids[4]]
+    want = np.zeros((len(windows), SEQ_LENGTH), np.int64)
+    for row, window in zip(want, windows):
+        row[:len(window) + 2] = [2] + window + [3]
+
+    # run_classifier's records.
+    tokenizer = tokenization.FullTokenizer(files["vocab"], do_lower_case=True)
+    records = [w for i, t in enumerate(texts) for w in classifier_data.convert_example_windows(
+        i, classifier_data.InputExample(str(i), t, label="0"), ["0", "1"], SEQ_LENGTH,
+        tokenizer, DOC_STRIDE)]
+    np.testing.assert_array_equal([r.input_ids for r in records], want)
+    np.testing.assert_array_equal([r.input_mask for r in records], want > 0)
+    assert [r.document_index for r in records] == [0, 1, 2, 2, 3, 4]
+
+    # The graph's (BertClassifier on raw text, the export).
+    graph = text_windows.window_features(
+        preprocessor.tokenizer.tokenize(tf.constant(texts)), SEQ_LENGTH, DOC_STRIDE,
+        preprocessor.tokenizer.cls_id, preprocessor.tokenizer.sep_id)
+    np.testing.assert_array_equal(graph["input_ids"].numpy(), want)
+    np.testing.assert_array_equal(graph["input_mask"].numpy(), want > 0)
+    np.testing.assert_array_equal(graph[text_windows.TEXT_INDEX].numpy(), [0, 1, 2, 2, 3, 4])
+
+    # One row per text, each the mean of its windows' logits.
+    tf.keras.utils.set_random_seed(0)
+    model = BertClassifier(BertConfig.from_json_file(files["config"]), 2,
+                           preprocessor=preprocessor, doc_stride=DOC_STRIDE)
+    by_text = model.predict(texts, batch_size=8, verbose=0)["logits"]
+    by_window = model.predict({"input_ids": want.astype(np.int32),
+                               "input_mask": (want > 0).astype(np.int32),
+                               "segment_ids": np.zeros_like(want, np.int32)},
+                              batch_size=8, verbose=0)["logits"]
+    np.testing.assert_allclose(by_text, [by_window[0], by_window[1], by_window[2:4].mean(0),
+                                         by_window[4], by_window[5]], atol=1e-5)
 
 
 @pytest.mark.slow
