@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from bert_tf.data import classifier_data
 from bert_tf.data import classifier_processors
+from bert_tf.errors import UserError
 from bert_tf.tasks.classifier import BertClassifier
 from bert_tf.tasks.classifier import multi_label_example_loss
 from bert_tf.tasks.classifier import multi_label_metrics
@@ -223,6 +224,47 @@ def test_labels_come_from_train_tsv_without_labels_txt(files, tmp_path):
     assert all(isinstance(e.label, list) and e.label for e in examples)
 
 
+def test_every_row_has_its_files_first_rows_columns(tmp_path):
+    processor = classifier_processors.get_processor("multilabel")
+    data_dir = str(tmp_path / "task")
+    _write_task(data_dir, sizes=(("train.tsv", 6), ("dev.tsv", 4), ("test.tsv", 3)))
+    processor.read_labels(data_dir)
+    train = os.path.join(data_dir, "train.tsv")
+    with open(train, encoding="utf-8") as f:
+        lines = f.read().splitlines(True)
+
+    def rows_of(edited):
+        with open(train, "w", encoding="utf-8") as f:
+            f.write("".join(edited))
+        return processor.get_train_examples(data_dir)
+
+    # Pairs: every row text_a, text_b, labels.
+    pairs = [line.replace("\t", "\tand more\t", 1) for line in lines]
+    assert [e.text_b for e in rows_of(pairs)] == ["and more"] * 6
+    cases = [
+        (lines[:3] + [lines[3].replace("\t", "\tx\t", 1)] + lines[4:],
+         "line 4: 3 tab-separated column(s), expected 2 (text_a, labels) as line 1 has"),
+        (pairs[:2] + [lines[2]] + pairs[3:],
+         "line 3: 2 tab-separated column(s), expected 3 (text_a, text_b, labels) as line 1 has"),
+        ([lines[0].replace("\t", "\tx\ty\t", 1)] + lines[1:],
+         "line 1: 4 tab-separated column(s), expected 2 (text_a, labels) or 3 (text_a, "
+         "text_b, labels)"),
+        (["no labels at all\n"] + lines[1:],
+         "line 1: 1 tab-separated column(s), expected 2 (text_a, labels) or 3"),
+    ]
+    for edited, expected in cases:
+        with pytest.raises(UserError) as e:
+            rows_of(edited)
+        assert str(e.value).startswith("%s %s" % (train, expected)), str(e.value)
+    # Without labels.txt the label set is read from train.tsv, with the same check.
+    os.remove(os.path.join(data_dir, "labels.txt"))
+    with open(train, "w", encoding="utf-8") as f:
+        f.write("".join(cases[0][0]))
+    with pytest.raises(UserError) as e:
+        processor.read_labels(data_dir)
+    assert str(e.value).startswith("%s %s" % (train, cases[0][1])), str(e.value)
+
+
 def _copy_with(files, name, edit, edited="dev.tsv"):
     data_dir = str(files["tmp"] / name)
     os.makedirs(data_dir)
@@ -243,9 +285,16 @@ def test_bad_input_gives_one_line_errors_before_anything_is_written(files):
     def unknown_label(lines):
         lines[1] = lines[1].rstrip("\n") + ",weather\n"
 
+    def extra_columns(lines):  # sed -i '5s/\t/\tx\ty\t/' train.tsv
+        lines[4] = lines[4].replace("\t", "\tx\ty\t", 1)
+
     empty = _copy_with(files, "empty_labels", empty_labels)
     unknown = _copy_with(files, "unknown_label", unknown_label)
+    extra = _copy_with(files, "extra_columns", extra_columns, edited="train.tsv")
     cases = [
+        ("a row with extra columns", {"data_dir": extra},
+         ["%s line 5: 4 tab-separated column(s), expected 2 (text_a, labels) as line 1 has"
+          % os.path.join(extra, "train.tsv")]),
         ("empty label list", {"data_dir": empty},
          ["%s line 3: empty label list" % os.path.join(empty, "dev.tsv")]),
         ("label not in the label set", {"data_dir": unknown},

@@ -418,9 +418,10 @@ class MultiLabelProcessor(DataProcessor):
     """A generic multi-label task (`--task_name=multilabel --multi_label`), new.
 
     `train.tsv`, `dev.tsv`, `test.tsv` in data_dir, no header, each row
-    `text_a<TAB>labels` or `text_a<TAB>text_b<TAB>labels`, the labels a
-    comma-separated list (at least one; test.tsv's are not read and may be
-    empty). The label set: `labels.txt` in data_dir (one label a line, in
+    `text_a<TAB>labels` or `text_a<TAB>text_b<TAB>labels`, every row of a
+    file with its first row's columns (a row with more or fewer is an error
+    naming the file, the line and both counts), the labels a comma-separated
+    list (at least one; test.tsv's are not read and may be empty). The label set: `labels.txt` in data_dir (one label a line, in
     the order of the model's outputs) when there is one, else every label of
     train.tsv, sorted. `read_labels(data_dir)` reads it (run_classifier calls
     it before `get_labels()`).
@@ -431,9 +432,30 @@ class MultiLabelProcessor(DataProcessor):
     header = False
     multi_label = True
     labels_file = "labels.txt"
+    # A row's number of columns -> what they are (for the messages).
+    layouts = {2: "text_a, labels", 3: "text_a, text_b, labels"}
 
     def __init__(self):
         self._labels = None
+
+    def read_rows(self, data_dir, split):
+        """The rows of `split`'s file, each with its first row's 2 or 3 columns.
+
+        A row with another number of columns (an extra tab in a text, a
+        column added or lost) is an error naming the file, the line and both
+        counts, never a text read from the wrong column.
+        """
+        expected = first = None
+        for row in super().read_rows(data_dir, split):
+            if expected is None:
+                if len(row) not in self.layouts:
+                    raise row.error("%d tab-separated column(s), expected 2 (%s) or 3 (%s)"
+                                    % (len(row), self.layouts[2], self.layouts[3]))
+                expected, first = len(row), row.line_number
+            elif len(row) != expected:
+                raise row.error("%d tab-separated column(s), expected %d (%s) as line %d has"
+                                % (len(row), expected, self.layouts[expected], first))
+            yield row
 
     def read_labels(self, data_dir):
         """Reads the label set from `labels.txt`, or train.tsv; returns it."""
@@ -456,9 +478,6 @@ class MultiLabelProcessor(DataProcessor):
         else:
             found = set()
             for row in self.read_rows(data_dir, "train"):
-                if len(row) < 2:
-                    raise row.error("%d tab-separated column(s); the %s task reads "
-                                    "text_a[, text_b], labels" % (len(row), self.task_name))
                 text = row.get(-1)
                 if not text.strip():
                     raise row.error("empty label list (the %s task needs at least one "
@@ -478,9 +497,9 @@ class MultiLabelProcessor(DataProcessor):
 
     def create_example(self, row, set_type):
         guid = "%s-%s" % (set_type, row.index)
-        if len(row) < 2:
-            raise row.error("%d tab-separated column(s); the %s task reads "
-                            "text_a[, text_b], labels" % (len(row), self.task_name))
+        if len(row) not in self.layouts:
+            raise row.error("%d tab-separated column(s), expected 2 (%s) or 3 (%s)"
+                            % (len(row), self.layouts[2], self.layouts[3]))
         text_a = row.get(0)
         text_b = row.get(1) if len(row) > 2 else None
         if set_type == "test":
