@@ -203,9 +203,10 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
     Raises:
       UserError: one line naming the path, file or argument at fault: no
         checkpoint, an unreadable or incomplete one, a missing
-        `bert_config.json` or `vocab.txt`, a vocab larger than `vocab_size` or
-        without `[CLS]`/`[SEP]`/`[UNK]`, a casing that contradicts the
-        release's name, an unknown head.
+        `bert_config.json` or `vocab.txt`, a vocab that does not fit
+        `vocab_size` (larger, or smaller by `tokenization.vocab.PADDING_ROWS`
+        or more: `check_vocab`) or without `[CLS]`/`[SEP]`/`[UNK]`, a casing
+        that contradicts the release's name, an unknown head.
 
     Example:
 

@@ -343,6 +343,15 @@ def _bad_modules(files):
     shutil.copytree(encoder, big_vocab)
     asset = os.path.join(big_vocab, "assets", "vocab.txt")
     _, num_tokens = toolrun.vocab_with_extra_tokens(files["vocab"], asset)
+    # Another model's vocab: 128 tokens (PADDING_ROWS) short of the table's rows.
+    short_vocab = str(tmp / "short_vocab_encoder")
+    shutil.copytree(encoder, short_vocab)
+    short_asset = os.path.join(short_vocab, "assets", "vocab.txt")
+    num_rows = files["config"].vocab_size
+    with open(files["vocab"], encoding="utf-8") as f:
+        tokens = f.read().splitlines()[:num_rows - 128]
+    with open(short_asset, "w", encoding="utf-8") as f:
+        f.write("".join(t + "\n" for t in tokens))
     no_pooled = str(tmp / "no_pooled_output")
     tf.saved_model.save(_FakeEncoder(files["vocab"], outputs=("sequence_output",),
                                      do_lower_case=True), no_pooled)
@@ -379,6 +388,10 @@ def _bad_modules(files):
             where(big_vocab) + ": its vocab_file %s has %d tokens, more than the %d rows of its "
             "word embedding table bert/embeddings/word_embeddings"
             % (asset, num_tokens, num_tokens - 3)]),
+        "vocab far short of the word embeddings": (short_vocab, [
+            where(short_vocab) + ": its vocab_file %s has %d tokens, fewer than the %d rows of "
+            "its word embedding table bert/embeddings/word_embeddings (the vocab is not the "
+            "encoder's)" % (short_asset, num_rows - 128, num_rows)]),
         "vocab beyond an unnamed table": (small_table, [
             where(small_table) + ": the encoder cannot embed id %d, the last of its vocab_file "
             "(the vocab is not the encoder's)" % (files["config"].vocab_size - 1)]),

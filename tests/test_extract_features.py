@@ -16,6 +16,7 @@ import pytest
 
 from bert_tf.runs import extract_features
 from bert_tf.errors import UserError
+from bert_tf.tokenization import vocab as vocab_lib
 from tests.conftest import TINY_CONFIG, make_inputs, write_config
 from tests.original import run_oracle
 from tests.tolerances import JSON_ATOL
@@ -204,6 +205,10 @@ def test_vocab_config_and_output_mistakes_are_one_line_errors(setup, tmp_path):
     big_vocab, num_tokens = toolrun.vocab_with_extra_tokens(setup["vocab"],
                                                             tmp_path / "vocab_plus_3.txt")
     no_sep = toolrun.vocab_without(setup["vocab"], tmp_path / "vocab_no_sep.txt", "[SEP]")
+    # Another model's vocab, far shorter than vocab_size (1,922 tokens against 30522: the
+    # ids would pick the wrong rows, and the features would be wrong without a word).
+    num_rows = len(_corpus_vocab()) + vocab_lib.PADDING_ROWS
+    wide_config = write_config(tmp_path / "wide.json", dict(TINY_CONFIG, vocab_size=num_rows))
     under_a_file, blocker = toolrun.path_under_a_file(tmp_path / "blocked", "out.jsonl")
     a_directory = tmp_path / "a_directory"
     a_directory.mkdir()
@@ -212,6 +217,11 @@ def test_vocab_config_and_output_mistakes_are_one_line_errors(setup, tmp_path):
         ("vocab larger than vocab_size", _flags(setup, output, vocab_file=big_vocab),
          "--vocab_file=%s has %d tokens, more than vocab_size %d of %s (the vocab is not the "
          "checkpoint's)" % (big_vocab, num_tokens, num_tokens - 3, setup["config"])),
+        ("vocab smaller than vocab_size", _flags(setup, output, bert_config_file=wide_config),
+         "--vocab_file=%s has %d tokens, fewer than vocab_size %d of %s (the vocab is not the "
+         "checkpoint's; a model trained with it: pad it with [unusedN] lines to %d tokens)"
+         % (setup["vocab"], num_rows - vocab_lib.PADDING_ROWS, num_rows, wide_config,
+            num_rows)),
         ("vocab without [SEP]", _flags(setup, output, vocab_file=no_sep),
          "--vocab_file=%s has no [SEP] token" % no_sep),
         ("output_file under a file", _flags(setup, under_a_file),

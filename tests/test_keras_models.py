@@ -685,6 +685,10 @@ def test_user_mistakes_are_one_line_errors(vocab_file):
                                         "is 99"):
         BertClassifier(config, NUM_LABELS, preprocessor=BertPreprocessor(
             vocabulary=VOCAB + ["w%d" % i for i in range(150 - len(VOCAB))]))
+    with pytest.raises(UserError, match="vocabulary has %d tokens but the model's vocab_size "
+                                        "is %d" % (len(VOCAB), len(VOCAB) + 128)):
+        BertClassifier(one_layer_config(vocab_size=len(VOCAB) + 128), NUM_LABELS,
+                       preprocessor=BertPreprocessor(vocabulary=VOCAB))
     with pytest.raises(UserError, match="the vocabulary has no \\[CLS\\] token"):
         BertPreprocessor(vocabulary=["[UNK]", "[SEP]", "a"])
     with pytest.raises(UserError, match="exactly one of vocab_file= or vocabulary="):

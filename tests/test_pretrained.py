@@ -311,6 +311,18 @@ def test_vocab_that_does_not_fit_the_config(saved, tmp_path, tokens, expected):
     assert expected in message and os.path.join(release, "vocab.txt") in message
 
 
+def test_vocab_far_smaller_than_vocab_size(saved, tmp_path):
+    # The config's vocab_size 30522, a vocab of another model: refused before any weight is read.
+    release = make_release(saved, tmp_path / UNCASED)
+    config_file = write_config(os.path.join(release, "bert_config.json"),
+                               dict(TINY_CONFIG, vocab_size=30522))
+    message = user_error(pretrained.from_pretrained, release)
+    assert message == ("--vocab_file=%s has %d tokens, fewer than vocab_size 30522 of %s (the "
+                       "vocab is not the checkpoint's; a model trained with it: pad it with "
+                       "[unusedN] lines to 30522 tokens)"
+                       % (os.path.join(release, "vocab.txt"), len(VOCAB), config_file))
+
+
 def test_bad_arguments_are_named(releases, tmp_path):
     message = user_error(pretrained.from_pretrained, releases[UNCASED], head="ner")
     assert "head='ner'" in message and "'classifier'" in message

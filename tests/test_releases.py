@@ -143,7 +143,9 @@ def release_files(tmp_path_factory):
     directory = tmp_path_factory.mktemp("release")
     checkpoint.save_checkpoint(model, str(directory / "bert_model.ckpt"), update_state=False)
     config.to_json_file(str(directory / "bert_config.json"))
-    (directory / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    # A token a row, as Google's vocabs: the rows past the words are [unusedN].
+    tokens = VOCAB + ["[unused%d]" % i for i in range(config.vocab_size - len(VOCAB))]
+    (directory / "vocab.txt").write_text("\n".join(tokens) + "\n")
     return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
 
 

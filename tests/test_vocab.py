@@ -65,11 +65,21 @@ class _Config(object):
 def test_check_vocab_names_both_sizes_or_the_missing_token(tmp_path):
     vocab = _write_vocab(tmp_path / "vocab.txt", TEST_VOCAB)
     assert vocab_lib.check_vocab(vocab, _Config(len(TEST_VOCAB))) == len(TEST_VOCAB)
-    assert vocab_lib.check_vocab(vocab, _Config(30522)) == len(TEST_VOCAB)  # room to spare
+    # A table padded to a multiple of 8 or 128 rows (NVIDIA's, Megatron's checkpoints).
+    padded = len(TEST_VOCAB) + vocab_lib.PADDING_ROWS - 1
+    assert vocab_lib.check_vocab(vocab, _Config(padded)) == len(TEST_VOCAB)
     with pytest.raises(UserError) as e:
         vocab_lib.check_vocab(vocab, _Config(len(TEST_VOCAB) - 1), "cfg/bert_config.json")
     assert str(e.value) == ("--vocab_file=%s has 12 tokens, more than vocab_size 11 of "
                             "cfg/bert_config.json (the vocab is not the checkpoint's)" % vocab)
+    # Another model's vocab: its ids would pick the wrong rows, without a word.
+    for vocab_size in (padded + 1, 30522):
+        with pytest.raises(UserError) as e:
+            vocab_lib.check_vocab(vocab, _Config(vocab_size), "cfg/bert_config.json")
+        assert str(e.value) == (
+            "--vocab_file=%s has 12 tokens, fewer than vocab_size %d of cfg/bert_config.json "
+            "(the vocab is not the checkpoint's; a model trained with it: pad it with "
+            "[unusedN] lines to %d tokens)" % (vocab, vocab_size, vocab_size))
     for token in ("[UNK]", "[CLS]", "[SEP]"):
         without = _write_vocab(tmp_path / ("no_%s.txt" % token.strip("[]")),
                                [t for t in TEST_VOCAB if t != token])

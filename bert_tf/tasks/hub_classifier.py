@@ -28,8 +28,9 @@ Checkpoints: each encoder variable under its own name in the SavedModel
 Everything about the module is read from its files (`saved_model.pb`, the
 variables' index) before any TensorFlow op (`inspect_hub_module`): a handle
 that is not a BERT encoder (the missing input, output or attribute named), a
-vocab with more tokens than the encoder's word embedding table, or a
---max_seq_length beyond its position embeddings is one line.
+vocab with more tokens than the encoder's word embedding table has rows (or
+`PADDING_ROWS` fewer: `bert_tf.tokenization.vocab.vocab_size_mismatch`), or
+a --max_seq_length beyond its position embeddings is one line.
 
 Handles: a local directory, a `gs://` path (read through `tf.io.gfile`), or
 an `https://` URL (tfhub.dev, Kaggle), downloaded by `tensorflow_hub.resolve`
@@ -52,6 +53,7 @@ from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.modeling.heads import ClassifierHead
 from bert_tf.tasks.classifier import ClassifierTask
+from bert_tf.tokenization import vocab as vocab_lib
 
 FLAG = "bert_hub_module_handle"
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -299,10 +301,11 @@ def inspect_hub_module(handle, max_seq_length=None):
     for token in ("[UNK]", "[CLS]", "[SEP]"):
         if token not in vocab:
             raise UserError("%s: its vocab_file %s has no %s token" % (where, vocab_file, token))
-    if vocab_size is not None and len(vocab) > vocab_size:
-        raise UserError("%s: its vocab_file %s has %d tokens, more than the %d rows of its word "
+    if vocab_size is not None and vocab_lib.vocab_size_mismatch(len(vocab), vocab_size):
+        raise UserError("%s: its vocab_file %s has %d tokens, %s than the %d rows of its word "
                         "embedding table %s (the vocab is not the encoder's)"
-                        % (where, vocab_file, len(vocab), vocab_size, word_name))
+                        % (where, vocab_file, len(vocab),
+                           "more" if len(vocab) > vocab_size else "fewer", vocab_size, word_name))
     if max_seq_length is not None and max_positions is not None and max_seq_length > max_positions:
         raise UserError("--max_seq_length=%d: Cannot use sequence length %d because the BERT "
                         "model was only trained up to sequence length %d (the rows of %s in %s)"

@@ -29,6 +29,7 @@ import tensorflow as tf  # noqa: E402
 from bert_tf.errors import UserError  # noqa: E402
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer  # noqa: E402
 from bert_tf.tokenization.vocab import load_vocab  # noqa: E402
+from bert_tf.tokenization.vocab import vocab_size_mismatch  # noqa: E402
 
 # The keys of raw text in a features dict (TF Hub's and the export's names).
 TEXT_KEYS = ("text_a", "text_b")
@@ -168,13 +169,15 @@ def check_preprocessor(preprocessor, config, owner):
       owner: the model class's name, for the message.
 
     Raises:
-      UserError: not a BertPreprocessor, a vocabulary larger than vocab_size, a
-        max_seq_length beyond max_position_embeddings.
+      UserError: not a BertPreprocessor, a vocabulary that does not fit
+        vocab_size (`vocab_size_mismatch`: larger, or smaller by
+        `PADDING_ROWS` or more), a max_seq_length beyond
+        max_position_embeddings.
     """
     if not isinstance(preprocessor, BertPreprocessor):
         raise UserError("%s: preprocessor= must be a bert_tf.tokenization.preprocessor."
                         "BertPreprocessor, got %s" % (owner, type(preprocessor).__name__))
-    if preprocessor.vocab_size > config.vocab_size:
+    if vocab_size_mismatch(preprocessor.vocab_size, config.vocab_size):
         raise UserError("%s: the preprocessor's vocabulary has %d tokens but the model's "
                         "vocab_size is %d (is it the model's vocab.txt?)"
                         % (owner, preprocessor.vocab_size, config.vocab_size))

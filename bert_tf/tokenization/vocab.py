@@ -134,12 +134,39 @@ def load_vocab(vocab_file):
     return vocab
 
 
+# Rows of a word embedding table that no token of its vocab uses: checkpoints
+# whose vocab_size is rounded up to a multiple of 8 (NVIDIA's) or of 128
+# (Megatron's) for faster matrix multiplies. A vocab short of vocab_size by
+# PADDING_ROWS or more is another model's (Google's releases have a token for
+# every row).
+PADDING_ROWS = 128
+
+
+def vocab_size_mismatch(num_tokens, vocab_size):
+    """How a vocab of `num_tokens` tokens misses a model's `vocab_size`, or None if it fits.
+
+    It fits with `vocab_size` tokens, or up to `PADDING_ROWS - 1` fewer (a
+    padded table). Returns "more than vocab_size N" or "fewer than
+    vocab_size N" otherwise: the one rule of `check_vocab` and of the models'
+    preprocessors (`check_preprocessor`).
+    """
+    if num_tokens > vocab_size:
+        return "more than vocab_size %d" % vocab_size
+    if num_tokens + PADDING_ROWS <= vocab_size:
+        return "fewer than vocab_size %d" % vocab_size
+    return None
+
+
 def check_vocab(vocab_file, config, bert_config_file="bert_config_file"):
     """Reads the vocab; it must fit the config's `vocab_size` and hold the special tokens.
 
     A vocab with more tokens than the model has embeddings would give ids the
-    model cannot embed (an error on CPU, silent garbage on GPU/TPU); one
-    without `[CLS]`, `[SEP]` or `[UNK]` cannot build BERT's inputs.
+    model cannot embed (an error on CPU, silent garbage on GPU/TPU). One with
+    far fewer (`PADDING_ROWS` or more) is another model's vocab: its ids
+    would pick the wrong rows and every output would be wrong without a word
+    (a model trained with a vocab short of its `vocab_size`: pad the vocab
+    with `[unusedN]` lines). One without `[CLS]`, `[SEP]` or `[UNK]` cannot
+    build BERT's inputs.
 
     Args:
       vocab_file: path of the vocab file (`--vocab_file`).
@@ -150,13 +177,18 @@ def check_vocab(vocab_file, config, bert_config_file="bert_config_file"):
       int, the number of tokens.
 
     Raises:
-      UserError: one line naming both numbers, or the missing token.
+      UserError: one line naming both files and both numbers, or the missing
+        token.
     """
     vocab = load_vocab(vocab_file)
-    if len(vocab) > config.vocab_size:
-        raise UserError("--vocab_file=%s has %d tokens, more than vocab_size %d of %s "
-                        "(the vocab is not the checkpoint's)"
-                        % (vocab_file, len(vocab), config.vocab_size, bert_config_file))
+    mismatch = vocab_size_mismatch(len(vocab), config.vocab_size)
+    if mismatch:
+        raise UserError("--vocab_file=%s has %d tokens, %s of %s (the vocab is not the "
+                        "checkpoint's%s)"
+                        % (vocab_file, len(vocab), mismatch, bert_config_file,
+                           "" if len(vocab) > config.vocab_size else
+                           "; a model trained with it: pad it with [unusedN] lines to %d "
+                           "tokens" % config.vocab_size))
     for token in ("[UNK]", "[CLS]", "[SEP]"):
         if token not in vocab:
             raise UserError("--vocab_file=%s has no %s token" % (vocab_file, token))
