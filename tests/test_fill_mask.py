@@ -403,6 +403,45 @@ def test_the_tool_checks_max_seq_length_before_it_loads_the_model(release, tmp_p
     assert os.listdir(tmp_path) == []
 
 
+HEAD_SOURCES = ("Google's released checkpoints, a run_pretraining output_dir, a Hugging Face "
+                "BertForPreTraining")
+
+
+def test_a_checkpoint_without_the_masked_lm_head_says_so(release, tmp_path):
+    """An encoder alone (a fine-tuned run's, a BertModel's) names the head, not its variables."""
+    values = checkpoint.read_checkpoint(os.path.join(release, "bert_model.ckpt"))
+
+    def without(name, drop):
+        directory = make_release(str(tmp_path / name), ckpt_source=os.path.join(release,
+                                                                              "bert_model.ckpt"))
+        prefix = os.path.join(directory, "bert_model.ckpt")
+        checkpoint.write_checkpoint(prefix, {n: v for n, v in values.items()
+                                             if not n.startswith(drop)}, update_state=False)
+        return directory
+
+    encoder = without("encoder", "cls/")
+    out = tmp_path / "out.jsonl"
+    errors = toolrun.user_errors_here("fill_mask", [
+        ("encoder", ["--init_checkpoint=" + encoder, "--text=the [MASK] sat.",
+                     "--output_file=%s" % out, "--max_seq_length=64"])])
+    assert errors["encoder"] == (
+        "%s: the checkpoint has no masked-LM head (cls/predictions/*) and no next-sentence "
+        "head (cls/seq_relationship/*), which the model needs; they are in %s or "
+        "BertForMaskedLM directory" % (os.path.join(encoder, "bert_model.ckpt"), HEAD_SOURCES))
+    assert not out.exists()
+    no_nsp = without("no_nsp", "cls/seq_relationship/")
+    with pytest.raises(UserError) as e:
+        bert_tf.from_pretrained(no_nsp, head="pretraining")
+    assert str(e.value) == (
+        "%s: the checkpoint has no next-sentence head (cls/seq_relationship/*), which the model "
+        "needs; it is in %s directory" % (os.path.join(no_nsp, "bert_model.ckpt"), HEAD_SOURCES))
+    # Part of a head: its first missing variable, as any other.
+    partial = without("partial", "cls/predictions/output_bias")
+    with pytest.raises(UserError, match=r"variable cls/predictions/output_bias \(shape \[99\]\) "
+                                        r"is missing from the checkpoint$"):
+        bert_tf.from_pretrained(partial, head="fill_mask")
+
+
 def test_the_command_line_help_and_a_bad_flag():
     script = os.path.join(toolrun.REPO_ROOT, "tools", "fill_mask.py")
     code, out, err = toolrun.run([sys.executable, script, "--help"], timeout=120)

@@ -113,6 +113,36 @@ def _missing(flag, checkpoint_path, names, shape, hint=None):
            " (%s)" % hint if hint else ""))
 
 
+# The pre-training heads, and the checkpoints that hold them.
+_PRETRAINING_HEADS = collections.OrderedDict([
+    ("cls/predictions/", ("masked-LM head", "Google's released checkpoints, a run_pretraining "
+                          "output_dir, a Hugging Face BertForPreTraining or BertForMaskedLM "
+                          "directory")),
+    ("cls/seq_relationship/", ("next-sentence head", "Google's released checkpoints, a "
+                               "run_pretraining output_dir, a Hugging Face BertForPreTraining "
+                               "directory")),
+])
+
+
+def _missing_heads(flag, checkpoint_path, missing, model_vars):
+    """The error for a checkpoint without whole pre-training heads of the model; else None.
+
+    An encoder-only checkpoint (a fine-tuned run's, a Hugging Face BertModel)
+    has no `cls/*`: the message names the head and the checkpoints that have
+    it, not its first variable.
+    """
+    scopes = [s for s in _PRETRAINING_HEADS if any(n.startswith(s) for n in missing)]
+    if not scopes or not all(n.startswith(tuple(scopes)) for n in missing):
+        return None
+    if any(n.startswith(tuple(scopes)) and n not in missing for n in model_vars):
+        return None  # part of a head is there: the variable is named as usual
+    heads = ["no %s (%s*)" % (_PRETRAINING_HEADS[s][0], s) for s in scopes]
+    return UserError("%s: the checkpoint has %s, which the model needs; %s in %s"
+                     % (_where(flag, checkpoint_path), " and ".join(heads),
+                        "they are" if len(heads) > 1 else "it is",
+                        _PRETRAINING_HEADS[scopes[0]][1]))
+
+
 def _unexpected(flag, checkpoint_path, names, shape, hint=None):
     return UserError(
         "%s: checkpoint variable %s (shape %s) has no place in the model%s%s"
@@ -442,7 +472,8 @@ def load_checkpoint(target, checkpoint_path, strict=True, optimizer=None,
         absent_heads = heads
         missing = [n for n in missing if n not in absent_heads]
     if missing and strict:
-        raise _missing(flag, checkpoint_path, missing, model_vars[missing[0]].shape)
+        raise (_missing_heads(flag, checkpoint_path, missing, model_vars)
+               or _missing(flag, checkpoint_path, missing, model_vars[missing[0]].shape))
     missing = missing + absent_heads + absent_by_design
 
     unused_heads, skipped_optimizer, unexpected = [], [], []
