@@ -13,6 +13,7 @@
 """
 
 import os
+import re
 import shutil
 
 import keras
@@ -23,6 +24,7 @@ import tensorflow as tf
 from bert_tf import BertConfig
 from bert_tf.modeling import checkpoint
 from bert_tf import pretrained
+from bert_tf import releases as release_lib
 from bert_tf import tokenization
 from bert_tf.tasks.classifier import BertClassifier
 from bert_tf.errors import UserError
@@ -334,9 +336,31 @@ def test_bad_arguments_are_named(releases, tmp_path):
     message = user_error(pretrained.from_pretrained, releases[UNCASED], head="classifier")
     assert "needs num_labels=" in message and "output_weights" in message
     message = user_error(pretrained.from_pretrained, str(tmp_path / "nowhere"))
-    assert "nowhere: no checkpoint there" in message and not message.startswith("--")
+    assert message.startswith("%s: not a directory, not a checkpoint prefix (no %s.index)"
+                              % (tmp_path / "nowhere", tmp_path / "nowhere"))
     message = user_error(pretrained.from_pretrained, str(tmp_path))
     assert "the directory holds no checkpoint" in message
+
+
+def test_a_name_that_is_nothing_here_says_what_it_is_not(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    names = release_lib.release_names()
+    # Every release, in the list or its pattern.
+    listed, small = names.split(" and ")
+    pattern = re.escape(small).replace(r"\{2,4,6,8,10,12\}", "(2|4|6|8|10|12)").replace(
+        r"\{128,256,512,768\}", "(128|256|512|768)").replace(r"\{2,4,8,12\}", "(2|4|8|12)")
+    for name in release_lib.RELEASES:
+        assert name in listed.split(", ") or re.fullmatch(pattern, name + " (A = H/64)"), name
+    for path, hub in [("bert-base-uncased", "bert-base-uncased"),
+                      ("google-bert/bert-base-uncased", "google-bert/bert-base-uncased"),
+                      (str(tmp_path / "no_such_dir") + "/", None)]:
+        message = user_error(pretrained.from_pretrained, path, head="fill_mask")
+        assert message == (
+            "%s: not a directory, not a checkpoint prefix (no %s.index) and not the name of one "
+            "of Google's releases (%s); a Hugging Face model is read from a directory of its "
+            "files (config.json, model.safetensors, vocab.txt): pass its path%s"
+            % (path, path.rstrip("/"), names, ", e.g. the one huggingface_hub.snapshot_download"
+               "('%s') returns" % hub if hub else ""))
 
 
 def test_strict_backbone_and_pretraining_heads(releases, tmp_path):

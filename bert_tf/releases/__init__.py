@@ -136,6 +136,18 @@ def close_names(name, count=3):
     return difflib.get_close_matches(name, list(RELEASES), n=count, cutoff=0.6)
 
 
+def release_names():
+    """Every release's name in one line: the 2018-2019 ones, then the 2020 small models' pattern."""
+    small = [r for r in RELEASES.values() if r.date == "2020_02_20"]
+    named = [r.name for r in RELEASES.values() if r not in small]
+    layers = sorted({r.config["num_hidden_layers"] for r in small})
+    hidden = sorted({r.config["hidden_size"] for r in small})
+    heads = sorted({r.config["num_attention_heads"] for r in small})
+    return "%s and uncased_L-{%s}_H-{%s}_A-{%s} (A = H/64)" % (
+        ", ".join(named), ",".join(map(str, layers)), ",".join(map(str, hidden)),
+        ",".join(map(str, heads)))
+
+
 def get_release(name):
     """The `Release` called `name`; a one-line `UserError` with the closest names otherwise."""
     if name in RELEASES:
@@ -143,14 +155,14 @@ def get_release(name):
     close = close_names(name)
     raise UserError("%s: not a released BERT model%s" % (
         name, " (did you mean %s?)" % ", ".join(close) if close else
-        " (the releases: bert_tf.releases.RELEASES)"))
+        " (the releases: %s)" % release_names()))
 
 
 def _subject(value, flag):
     return "--%s=%s" % (flag, value) if flag else value
 
 
-def _local(value):
+def is_local(value):
     """Whether `value` names something here: a path, a checkpoint prefix, a remote path."""
     return (fileio.is_remote(value) or os.path.exists(value)
             or os.path.exists(value + ".index"))
@@ -177,7 +189,7 @@ def resolve(name_or_path, cache_dir=None, offline=None, flag=None):
     if name_or_path is None:
         return None
     value = os.fspath(name_or_path)
-    if not value or _local(value):
+    if not value or is_local(value):
         return value
     if value in RELEASES:
         return download_release(value, cache_dir=cache_dir, offline=offline)
