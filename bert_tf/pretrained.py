@@ -123,26 +123,11 @@ def _classifier_num_labels(checkpoint_path, head="classifier"):
     return num_labels
 
 
-# A Hugging Face Hub model id: `bert-base-uncased`, `google-bert/bert-base-uncased`.
-_HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
-
-
-def _nowhere(path):
-    """The error for a path that names nothing here and no release (`bert-base-uncased`)."""
-    hub = (", e.g. the one huggingface_hub.snapshot_download(%r) returns" % path
-           if _HUB_ID_RE.match(path) else "")
-    return UserError(
-        "%s: not a directory, not a checkpoint prefix (no %s.index) and not the name of one of "
-        "Google's releases (%s); a Hugging Face model is read from a directory of its files "
-        "(config.json, model.safetensors, vocab.txt): pass its path%s"
-        % (path, path.rstrip("/") or path, releases.release_names(), hub))
-
-
 def _locate(path, bert_config_file):
     """(checkpoint_path, hf_directory, directory, bert_config_file) of `from_pretrained`'s path."""
     resolved = releases.resolve(path)
     if isinstance(resolved, str) and resolved and not releases.is_local(resolved):
-        raise _nowhere(resolved)
+        raise releases.nowhere_error(resolved)
     checkpoint_path = checkpoint_lib.resolve_checkpoint(resolved, flag=None)
     hf_directory = huggingface.is_hf_directory(checkpoint_path)
     directory = checkpoint_path if hf_directory else os.path.dirname(checkpoint_path)

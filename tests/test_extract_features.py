@@ -153,6 +153,9 @@ def test_feature_json_rounds_like_the_original():
     ({"layers": "0,2"}, "--layers=0,2"),
     ({"input_file": "/nonexistent/in.txt"}, "--input_file=/nonexistent/in.txt"),
     ({"init_checkpoint": "/nonexistent/bert_model.ckpt"}, "--init_checkpoint"),
+    ({"init_checkpoint": "bert-base-uncased"}, "--init_checkpoint=bert-base-uncased: not a "
+     "directory, not a checkpoint prefix (no bert-base-uncased.index) and not the name of one "
+     "of Google's releases (uncased_L-12_H-768_A-12, "),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, overrides, needle):
     """A one-line UserError (`main` prints it as `error: ...`, exit 2: the test below)."""

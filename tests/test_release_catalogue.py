@@ -57,6 +57,16 @@ def test_names_that_are_no_release(tmp_path, monkeypatch):
         releases.resolve_file("uncased_L-12_H-768_A12", "init_checkpoint")
     with pytest.raises(UserError, match=r"^bert-base-uncased: not a released BERT model"):
         releases.download_release("bert-base-uncased")
+    # A Hugging Face Hub id: what it is not, the releases, how a Hugging Face model is read.
+    with pytest.raises(UserError) as e:
+        releases.resolve_file("bert-base-uncased", "init_checkpoint")
+    assert str(e.value) == (
+        "--init_checkpoint=bert-base-uncased: not a directory, not a checkpoint prefix (no "
+        "bert-base-uncased.index) and not the name of one of Google's releases (%s); a Hugging "
+        "Face model is read from a directory of its files (config.json, model.safetensors, "
+        "vocab.txt): pass its path, e.g. the one huggingface_hub.snapshot_download("
+        "'bert-base-uncased') returns" % releases.release_names())
+    assert releases.resolve_file("model.ckpt-5", "init_checkpoint") == "model.ckpt-5"
     # Paths are the user's, existing or not (their own errors come later).
     assert releases.resolve_file("no/such/bert_config.json", "bert_config_file") == \
         "no/such/bert_config.json"

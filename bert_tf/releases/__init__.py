@@ -168,6 +168,32 @@ def is_local(value):
             or os.path.exists(value + ".index"))
 
 
+# A Hugging Face Hub model id: `bert-base-uncased`, `google-bert/bert-base-uncased`.
+_HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+
+
+def _hub_id_like(value):
+    """Whether `value` reads as a Hub model id rather than a path (`model.ckpt-5` does not)."""
+    return bool(_HUB_ID_RE.match(value)) and ".ckpt" not in value
+
+
+def nowhere_error(value, flag=None):
+    """The error for a model path that names nothing here and no release.
+
+    It says what `value` is not (a directory, a checkpoint prefix, a
+    release's name), lists the releases and how a Hugging Face model is read:
+    from a directory of its files (a Hub id such as `bert-base-uncased` is
+    never downloaded).
+    """
+    hub = (", e.g. the one huggingface_hub.snapshot_download(%r) returns" % value
+           if _hub_id_like(value) else "")
+    return UserError(
+        "%s: not a directory, not a checkpoint prefix (no %s.index) and not the name of one of "
+        "Google's releases (%s); a Hugging Face model is read from a directory of its files "
+        "(config.json, model.safetensors, vocab.txt): pass its path%s"
+        % (_subject(value, flag), value.rstrip("/") or value, release_names(), hub))
+
+
 def resolve(name_or_path, cache_dir=None, offline=None, flag=None):
     """A release's cache directory for its name; any other value unchanged.
 
@@ -184,7 +210,9 @@ def resolve(name_or_path, cache_dir=None, offline=None, flag=None):
 
     Raises:
       UserError: what `download_release` raises; a bare name that is no path
-        and no release but close to one (naming the closest releases).
+        and no release but close to one (naming the closest releases); for
+        `flag="init_checkpoint"`, a name shaped as a Hugging Face Hub id
+        (`bert-base-uncased`) that is no path here (`nowhere_error`).
     """
     if name_or_path is None:
         return None
@@ -197,6 +225,8 @@ def resolve(name_or_path, cache_dir=None, offline=None, flag=None):
     if close and "/" not in value and os.sep not in value:
         raise UserError("%s: no such file or directory, and not a released model's name "
                         "(did you mean %s?)" % (_subject(value, flag), ", ".join(close)))
+    if flag == "init_checkpoint" and _hub_id_like(value):
+        raise nowhere_error(value, flag)
     return value
 
 
