@@ -51,6 +51,7 @@ from bert_tf.tasks.pretraining import BertFillMask
 from bert_tf.tasks.pretraining import BertPretrainer
 from bert_tf.tasks.squad import BertSquad
 from bert_tf.tasks.token_classification import BertTokenClassifier
+from bert_tf.training import run_record
 
 CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
@@ -121,6 +122,29 @@ def _classifier_num_labels(checkpoint_path, head="classifier"):
         raise UserError("head=%r needs num_labels=: %s holds no classifier head "
                         "(output_weights) to take it from" % (head, checkpoint_path))
     return num_labels
+
+
+def _recorded_run(path):
+    """`run_record.model_files` of `path` when it is a training run's output_dir, else None."""
+    path = os.fspath(path)
+    if not isinstance(path, str) or not os.path.isdir(path):
+        return None
+    return run_record.model_files(path)
+
+
+def _check_recorded_files(run, directory, bert_config_file, vocab_file):
+    """Refuses a bert_config_file= or vocab_file= that is not the recorded run's copy."""
+    for argument, given, kept in (("bert_config_file", bert_config_file,
+                                   run["bert_config_file"]),
+                                  ("vocab_file", vocab_file, run["vocab_file"])):
+        if given is None or kept is None or not tf.io.gfile.exists(kept):
+            continue
+        with tf.io.gfile.GFile(os.fspath(given), "rb") as a, tf.io.gfile.GFile(kept, "rb") as b:
+            same = a.read() == b.read()
+        if not same:
+            raise UserError("%s=%r: %s holds the run's own %s, which differs; leave %s out to "
+                            "use it" % (argument, os.fspath(given), directory,
+                                        os.path.basename(kept), argument))
 
 
 def _locate(path, bert_config_file):
@@ -229,6 +253,31 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
           bert_config_file="uncased_L-12_H-768_A-12/bert_config.json",
           vocab_file="uncased_L-12_H-768_A-12/vocab.txt")
     """
+    run = _recorded_run(path)
+    recorded = run["record"] if run else None
+    if recorded is not None:
+        run_directory = os.fspath(path)
+        if head is None:
+            head = recorded.get("task")
+            if head not in HEADS:
+                raise UserError("%s holds a %s run (%s), whose model from_pretrained does not "
+                                "build" % (run_directory, recorded.get("tool"),
+                                           run_record.RECORD_FILE))
+        _check_recorded_files(run, run_directory, bert_config_file, vocab_file)
+        run_record.check_agrees(recorded, run_directory, "do_lower_case", do_lower_case,
+                                flag=False)
+        if head == recorded.get("task"):
+            run_record.check_agrees(recorded, run_directory, "num_labels", num_labels,
+                                    flag=False)
+        if do_lower_case is None and recorded.get("do_lower_case") is not None:
+            do_lower_case = bool(recorded["do_lower_case"])
+        if run["vocab_file"] and vocab_file is None:
+            vocab_file = run["vocab_file"]
+        if run["best"]:
+            # The checkpoint the run's own evaluation and prediction used.
+            path = run["best"]
+            if bert_config_file is None:
+                bert_config_file = run["bert_config_file"]
     if head not in HEADS:
         raise UserError("head=%r: not a head (one of %s)"
                         % (head, ", ".join(repr(h) for h in HEADS)))
@@ -261,7 +310,7 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         do_lower_case = infer_do_lower_case(checkpoint_path)
         logging.info("do_lower_case=%s (from the checkpoint path %s)", do_lower_case,
                      checkpoint_path)
-    else:
+    elif recorded is None:
         tokenization.validate_case_matches_checkpoint(do_lower_case, checkpoint_path)
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=bool(do_lower_case))
 
@@ -272,12 +321,19 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
     elif head == "token_classification":
         labels_file = os.path.join(directory, ner_data.LABELS_FILE)
         labels = ner_data.read_labels(labels_file) if tf.io.gfile.exists(labels_file) else None
+        if recorded is not None and recorded.get("labels"):
+            labels = list(recorded["labels"])
         if num_labels is None:
             num_labels = (len(labels) if labels is not None
                           else _classifier_num_labels(checkpoint_path, head))
+        windows = {}
+        if recorded is not None:  # the run's windows
+            windows = {k: recorded[k] for k in ("max_seq_length", "doc_stride")
+                       if recorded.get(k)}
         model = BertTokenClassifier(config, num_labels,
                                     labels=labels if labels and len(labels) == num_labels else None,
-                                    vocab_file=vocab_file, do_lower_case=bool(do_lower_case))
+                                    vocab_file=vocab_file, do_lower_case=bool(do_lower_case),
+                                    **windows)
         model.tokenizer = tokenizer
     elif head == "fill_mask":
         model = BertFillMask(config, vocab_file=vocab_file, do_lower_case=bool(do_lower_case))

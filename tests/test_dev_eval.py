@@ -186,7 +186,8 @@ def test_run_classifier_stops_early_and_a_rerun_trains_no_further(files, tmp_pat
     caplog.clear()
     _run_classifier(files, output_dir, eval_every_steps=4, early_stopping_patience=2,
                     best_metric="eval_loss", learning_rate=0.0, do_predict="false")
-    assert "Skipping training since it stopped early at global_step 12" in caplog.text
+    assert ("holds a finished run (stopped early at global_step 12, eval_history.jsonl): not "
+            "training again; evaluating its model") in caplog.text
     assert len(_history(output_dir)) == 3
     assert not os.path.exists(str(output_dir / "model.ckpt-16.index"))
 

@@ -140,7 +140,8 @@ def test_checkpoints_keep_last_5_and_resume_continues_the_same_run(tmp_path, ini
     _assert_same_checkpoints(str(output_dir / "model.ckpt-7"), final, atol=1e-6)
 
     # Once more: nothing to do (the Estimator's "Skipping training since
-    # max_steps has already saved"), and eval reports the checkpoint's step.
+    # max_steps has already saved"; here a result line), and eval reports the
+    # checkpoint's step.
     trainer = _trainer(output_dir)
     assert _train(trainer, tail, 7, init_checkpoint) == []
     results = trainer.evaluate(in_memory_dataset_fn(batches, repeat=True), BATCH_SIZE, 2)

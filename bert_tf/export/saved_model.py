@@ -95,6 +95,7 @@ import tempfile
 import time
 
 import tensorflow as tf
+from absl import logging
 
 from bert_tf import fileio
 from bert_tf import locks
@@ -126,6 +127,7 @@ from bert_tf.tasks.squad import BertSquad
 from bert_tf.tasks.token_classification import BertTokenClassifier
 from bert_tf.tokenization import graph_tokenizer
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
+from bert_tf.training import run_record
 
 CLASSIFIER = "classifier"
 ENCODER = "encoder"
@@ -178,6 +180,88 @@ def task_spec(task_name, data_dir=None):
         processor.read_labels(data_dir)
     labels = [str(label) for label in processor.get_labels()]
     return CLASSIFIER, labels, processor.is_regression
+
+
+# The export task of each training run's record (bert_tf_run.json's "tool").
+_RECORDED_TASKS = {"run_ner": NER, "run_multiple_choice": MULTIPLE_CHOICE,
+                   "run_pretraining": FILL_MASK}
+# The tasks any run's model exports (the backbone alone).
+_BACKBONE_TASKS = (ENCODER, EMBEDDINGS)
+
+
+def _same_file(given, kept):
+    with tf.io.gfile.GFile(given, "rb") as a, tf.io.gfile.GFile(kept, "rb") as b:
+        return a.read() == b.read()
+
+
+def recorded_run(init_checkpoint, task_name=None, bert_config_file=None, vocab_file=None,
+                 do_lower_case=None, max_seq_length=None, doc_stride=None):
+    """The export's settings from a training run's output_dir (`run_record`), or None.
+
+    When `init_checkpoint` is an output_dir with a `bert_tf_run.json`, the
+    flags left out come from it: the task, the config and vocab beside the
+    checkpoints, the casing, max_seq_length, doc_stride, the labels, and the
+    checkpoint (best/'s with --eval_every_steps, else the newest). A flag
+    given must agree with the record: the task (or encoder / embeddings: the
+    backbone of any run), the config's and the vocab's contents, the casing,
+    max_seq_length and doc_stride. A checkpoint prefix (model.ckpt-N) is
+    read without the record.
+
+    Returns:
+      None, or a dict of the export's arguments: task_name, bert_config_file,
+      vocab_file, do_lower_case, max_seq_length, doc_stride, init_checkpoint,
+      labels, multi_label.
+
+    Raises:
+      UserError: a flag that disagrees with the record, in one line naming
+        the flag, the given and the recorded value.
+    """
+    if not init_checkpoint or not os.path.isdir(str(init_checkpoint)):
+        return None
+    run = run_record.model_files(init_checkpoint)
+    if run is None:
+        return None
+    record, directory = run["record"], str(init_checkpoint)
+    tool = record.get("tool")
+    flags = record["training_flags"]
+    recorded_task = (flags.get("task_name") if tool == "run_classifier"
+                     else _RECORDED_TASKS.get(tool))
+    if recorded_task is None:
+        raise UserError("--init_checkpoint=%s holds a %s run (%s), which this export does not "
+                        "read: pass a checkpoint prefix with its flags" % (directory, tool,
+                                                                           run_record.RECORD_FILE))
+    if task_name is None:
+        task_name = recorded_task
+    elif (task_name.lower() != recorded_task.lower() and task_name.lower() not in _BACKBONE_TASKS
+          and not (tool == "run_pretraining" and task_name.lower() == ENCODER)):
+        raise UserError("--task_name=%s: --init_checkpoint=%s holds a %s run of task %s (%s); "
+                        "leave --task_name out to use it" % (task_name, directory, tool,
+                                                             recorded_task,
+                                                             run_record.RECORD_FILE))
+    for flag, given, kept in (("bert_config_file", bert_config_file, run["bert_config_file"]),
+                              ("vocab_file", vocab_file, run["vocab_file"])):
+        if given is not None and kept is not None and not isinstance(given, BertConfig) and (
+                not _same_file(releases.resolve_file(given, flag), kept)):
+            raise UserError("--%s=%s: --init_checkpoint=%s holds the run's own %s, which "
+                            "differs; leave --%s out to use it"
+                            % (flag, given, directory, os.path.basename(kept), flag))
+    for flag, given in (("do_lower_case", do_lower_case), ("max_seq_length", max_seq_length),
+                        ("doc_stride", doc_stride)):
+        run_record.check_agrees(record, directory, flag, given)
+    task_run = task_name.lower() == recorded_task.lower()
+    return {
+        "task_name": task_name,
+        "bert_config_file": bert_config_file or run["bert_config_file"],
+        "vocab_file": vocab_file or run["vocab_file"],
+        "do_lower_case": (do_lower_case if do_lower_case is not None
+                          else record.get("do_lower_case")),
+        "max_seq_length": max_seq_length or record.get("max_seq_length"),
+        "doc_stride": (doc_stride if doc_stride is not None
+                       else record.get("doc_stride") if task_run else None),
+        "init_checkpoint": run["best"] or directory,
+        "labels": record.get("labels") if task_run else None,
+        "multi_label": bool(flags.get("multi_label")) and task_run,
+    }
 
 
 def check_checkpoint(checkpoint_prefix, config, kind, num_labels=None,
@@ -624,8 +708,9 @@ def save_module(module, signatures, output_dir, vocab_file):
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, init_checkpoint,
-                       export_dir, max_seq_length=None, version=None, format="saved_model",  # pylint: disable=redefined-builtin
+def export_saved_model(task_name=None, bert_config_file=None, vocab_file=None,
+                       do_lower_case=None, init_checkpoint=None, export_dir=None,
+                       max_seq_length=None, version=None, format="saved_model",  # pylint: disable=redefined-builtin
                        doc_stride=None, max_query_length=64, n_best_size=20,
                        max_answer_length=30, mixed_precision=None, top_k=5, pooling=None,
                        normalize=None, multi_label=False, multi_label_threshold=0.5,
@@ -644,9 +729,13 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         "embeddings", "multiple_choice" or "ner" (a bert-run-ner checkpoint).
       bert_config_file: the path of a bert_config.json (or a release's name),
         or a `BertConfig`.
-      vocab_file, do_lower_case: the tokenizer's (as `FullTokenizer`).
+      vocab_file, do_lower_case: the tokenizer's (as `FullTokenizer`;
+        do_lower_case None: True, as the original's flag).
       init_checkpoint: a checkpoint prefix, or a directory (its latest
-        model.ckpt-N, or a Google release's bert_model.ckpt).
+        model.ckpt-N, or a Google release's bert_model.ckpt). A training
+        run's output_dir (its `bert_tf_run.json`) gives what is left out of
+        task_name, bert_config_file, vocab_file, do_lower_case,
+        max_seq_length, doc_stride and the labels (`recorded_run`).
       export_dir: the model base path; the export is `export_dir/<version>/`.
       max_seq_length: int, the length of every feature row. None: 128, or
         for task "embeddings" the length the embedder was saved with (its
@@ -692,6 +781,28 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     """
     phases = PhaseLog("export")
     fileio.check_writable(export_dir, "export_dir")
+    if not init_checkpoint:
+        raise UserError("--init_checkpoint is required")
+    recorded_labels = None
+    run = recorded_run(init_checkpoint, task_name, bert_config_file, vocab_file, do_lower_case,
+                       max_seq_length, doc_stride)
+    if run is not None:
+        task_name, bert_config_file, vocab_file = (run["task_name"], run["bert_config_file"],
+                                                   run["vocab_file"])
+        do_lower_case, max_seq_length, doc_stride = (run["do_lower_case"],
+                                                     run["max_seq_length"], run["doc_stride"])
+        init_checkpoint, recorded_labels = run["init_checkpoint"], run["labels"]
+        multi_label = multi_label or run["multi_label"]
+        logging.info("The export's flags from %s: --task_name=%s --max_seq_length=%s "
+                     "--do_lower_case=%s%s", run_record.RECORD_FILE, task_name, max_seq_length,
+                     do_lower_case, "" if doc_stride is None else " --doc_stride=%d" % doc_stride)
+    for flag, value in (("task_name", task_name), ("bert_config_file", bert_config_file),
+                        ("vocab_file", vocab_file)):
+        if not value:
+            raise UserError("--%s is required (unless --init_checkpoint is a training run's "
+                            "output_dir, whose %s gives it)" % (flag, run_record.RECORD_FILE))
+    if do_lower_case is None:
+        do_lower_case = True
     # A release's name (uncased_L-12_H-768_A-12) is its file in the cache.
     vocab_file = releases.resolve_file(vocab_file, "vocab_file")
     init_checkpoint = releases.resolve_file(init_checkpoint, "init_checkpoint")
@@ -702,7 +813,11 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
         config = BertConfig.from_json_file(bert_config_file)
     if format not in FORMATS:
         raise UserError("--format must be one of %s, got %r" % ("|".join(FORMATS), format))
-    kind, labels, is_regression = task_spec(task_name, data_dir)
+    if recorded_labels is not None and task_name.lower() in classifier_processors.PROCESSORS:
+        # The run's own labels (a task that reads them from data needs no --data_dir).
+        kind, labels, is_regression = CLASSIFIER, [str(l) for l in recorded_labels], False
+    else:
+        kind, labels, is_regression = task_spec(task_name, data_dir)
     quantize_lib.check_quantize(quantize, kind, task_name, format, mixed_precision, doc_stride)
     if multi_label and (kind != CLASSIFIER or is_regression):
         raise UserError("--multi_label is for a classification task (not %s)" % task_name)
@@ -724,7 +839,9 @@ def export_saved_model(task_name, bert_config_file, vocab_file, do_lower_case, i
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     tokenization.check_vocab(vocab_file, config, bert_config_file)
     prefix = checkpoint_lib.resolve_checkpoint(init_checkpoint)
-    if kind == NER:
+    if kind == NER and recorded_labels is not None:
+        labels = [str(label) for label in recorded_labels]
+    elif kind == NER:
         # The labels bert-run-ner wrote beside its checkpoints.
         labels_file = os.path.join(os.path.dirname(prefix), ner_data.LABELS_FILE)
         if not tf.io.gfile.exists(labels_file):

@@ -33,6 +33,7 @@ from bert_tf.modeling import checkpoint
 from bert_tf.modeling.config import BertConfig
 from bert_tf.training import distribute
 from bert_tf.training import output_dir as output_dir_lib
+from bert_tf.training import run_record as run_record_lib
 from bert_tf.training.dev_eval import BestCheckpoint
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.trainer import Trainer
@@ -71,7 +72,7 @@ def read_bert_config(bert_config_file, vocab_file, output_dir, max_seq_length, s
 
 
 def check_start_checkpoint(bert_config, output_dir, init_checkpoint, head=None,
-                           num_labels=None):
+                           num_labels=None, overwrite_output_dir=False):
     """Refuses, before anything is written, a config that is not the start checkpoint's.
 
     The checkpoint a run starts from is `output_dir`'s latest when it has one
@@ -84,12 +85,14 @@ def check_start_checkpoint(bert_config, output_dir, init_checkpoint, head=None,
       bert_config: `BertConfig` (from --bert_config_file).
       output_dir, init_checkpoint: the run's flags.
       head, num_labels: the task model's head (`checkpoint.HEADS`).
+      overwrite_output_dir: the run starts anew (output_dir's checkpoints
+        are removed before it trains): `init_checkpoint` is the start.
 
     Raises:
       UserError: one line naming the flag, the checkpoint, the variable and
         both shapes.
     """
-    latest = output_dir_lib.latest_checkpoint(output_dir)
+    latest = None if overwrite_output_dir else output_dir_lib.latest_checkpoint(output_dir)
     if latest:
         checkpoint.check_checkpoint_fits(bert_config, latest, flag="output_dir", head=head,
                                          num_labels=num_labels)
@@ -97,6 +100,55 @@ def check_start_checkpoint(bert_config, output_dir, init_checkpoint, head=None,
         # Not strict: the original's init_from_checkpoint loads what the two share.
         checkpoint.check_checkpoint_fits(bert_config, init_checkpoint, flag="init_checkpoint",
                                          head=head, num_labels=num_labels, strict=False)
+
+
+def run_record(output_dir, tool, task, do_train, overwrite_output_dir, scale_out, dev_eval,
+               training_flags, **fields):
+    """The `RunRecord` a training run writes in output_dir, checked against the one there.
+
+    Called after the run's own checks and before anything is written: a
+    rerun whose training flags are not the recorded run's is refused here
+    (`run_record.RunRecord.check`).
+
+    Args:
+      output_dir, tool, task: the run's directory, name and `from_pretrained` head.
+      do_train, overwrite_output_dir: the flags (without do_train, no record:
+        None is returned).
+      scale_out, dev_eval: the run's `ScaleOut` and `DevEval`, whose fields
+        that change the trained weights are recorded.
+      training_flags: {flag: value} of the run's own training flags.
+      fields: `RunRecord`'s other arguments (bert_config_file, vocab_file,
+        labels, num_labels, do_lower_case, max_seq_length, doc_stride, data).
+
+    Raises:
+      UserError: --overwrite_output_dir without --do_train; a rerun refused.
+    """
+    if not do_train:
+        if overwrite_output_dir:
+            raise UserError("--overwrite_output_dir starts a new training run in --output_dir: "
+                            "it needs --do_train")
+        return None
+    flags = dict(training_flags, seed=scale_out.seed, optimizer_type=scale_out.optimizer_type,
+                 mixed_precision=scale_out.mixed_precision,
+                 bucket_by_length=scale_out.bucket_by_length)
+    if dev_eval is not None:
+        flags.update(eval_every_steps=dev_eval.eval_every_steps,
+                     best_metric=dev_eval.best_metric,
+                     early_stopping_patience=dev_eval.early_stopping_patience)
+    record = run_record_lib.RunRecord(output_dir, tool, task, flags,
+                                      overwrite_output_dir=overwrite_output_dir, **fields)
+    record.check(output_dir_lib.latest_checkpoint(output_dir))
+    return record
+
+
+def begin_run_record(record, output_dir, inputs=None, is_chief=True):
+    """In the run's lock, before it trains: an earlier run removed (--overwrite_output_dir),
+    and the record with its config and vocab written (the chief's)."""
+    if record is None or not is_chief:
+        return
+    if record.overwrite_output_dir:
+        run_record_lib.clear_run(output_dir)
+    record.write(inputs)
 
 
 def train_schedule(num_train_examples, train_batch_size, num_train_epochs, warmup_proportion):
@@ -230,11 +282,13 @@ def use_best_checkpoint(trainer, dev_eval, keeper=None):
 
 def train_on_records(trainer, train_file, spec, limits, train_batch_size, num_train_steps,
                      learning_rate, num_warmup_steps, save_checkpoints_steps,
-                     iterations_per_loop, scale_out, init_checkpoint=None, keeper=None):
+                     iterations_per_loop, scale_out, init_checkpoint=None, keeper=None,
+                     afterwards=None):
     """`trainer.train` on a fine-tuning TFRecord file, with the run's schedule and options.
 
     `spec`, `limits`: the records' features and the values they must hold;
-    `keeper`: a `BestCheckpoint`, or None.
+    `keeper`: a `BestCheckpoint`, or None; `afterwards`: what the run does
+    next, for the line of a finished run (`Trainer.train`).
     """
     return trainer.train(
         train_dataset_fn(train_file, spec, train_batch_size, limits, seed=scale_out.seed,
@@ -242,7 +296,7 @@ def train_on_records(trainer, train_file, spec, limits, train_batch_size, num_tr
         train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
         init_checkpoint=init_checkpoint, save_checkpoints_steps=save_checkpoints_steps,
         iterations_per_loop=iterations_per_loop, best_checkpoint=keeper,
-        **scale_out.train_options())
+        afterwards=afterwards, **scale_out.train_options())
 
 
 class Records(object):
@@ -367,7 +421,8 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
                                       predict_batch_size, learning_rate, num_train_epochs,
                                       warmup_proportion, save_checkpoints_steps,
                                       iterations_per_loop, scale_out, init_checkpoint=None,
-                                      dev_eval=DevEval(), do_eval=True, doc_stride=None):
+                                      dev_eval=DevEval(), do_eval=True, doc_stride=None,
+                                      run_record=None):
     """The original `run_classifier.main`'s course, for any classification task model.
 
     `train_evaluate_predict` with `ClassifierRecords(examples, tokenizer,
@@ -378,13 +433,15 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
                                 doc_stride=doc_stride),
         output_dir, tool, train_batch_size, eval_batch_size, predict_batch_size, learning_rate,
         num_train_epochs, warmup_proportion, save_checkpoints_steps, iterations_per_loop,
-        scale_out, init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval)
+        scale_out, init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval,
+        run_record=run_record)
 
 
 def train_evaluate_predict(task, records, output_dir, tool, train_batch_size, eval_batch_size,
                            predict_batch_size, learning_rate, num_train_epochs,
                            warmup_proportion, save_checkpoints_steps, iterations_per_loop,
-                           scale_out, init_checkpoint=None, dev_eval=DevEval(), do_eval=True):
+                           scale_out, init_checkpoint=None, dev_eval=DevEval(), do_eval=True,
+                           run_record=None):
     """The original `run_classifier.main`'s course, for any fine-tuning task and its records.
 
     Writes `train.tf_record`, `eval.tf_record` and `predict.tf_record` in
@@ -406,6 +463,9 @@ def train_evaluate_predict(task, records, output_dir, tool, train_batch_size, ev
         use, and may stop early.
       do_eval: whether to evaluate after training (`records.examples["eval"]`
         may be there for `dev_eval` alone).
+      run_record: the training run's `RunRecord` (`run_record`), or None: it
+        is written (an earlier run removed first with --overwrite_output_dir)
+        before any record.
 
     Returns:
       dict with the eval results (key "eval") and the predictions ("predict",
@@ -421,6 +481,7 @@ def train_evaluate_predict(task, records, output_dir, tool, train_batch_size, ev
         strategy = scale_out.create_strategy()
         trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
         inputs.enabled = trainer.is_chief
+        begin_run_record(run_record, output_dir, inputs, trainer.is_chief)
         records.begin(trainer, inputs, output_dir)
         spec = records.spec()
         limits = records.limits(task)
@@ -460,7 +521,9 @@ def train_evaluate_predict(task, records, output_dir, tool, train_batch_size, ev
             train_on_records(trainer, train_file, spec, limits, train_batch_size,
                              num_train_steps, learning_rate, num_warmup_steps,
                              save_checkpoints_steps, iterations_per_loop, scale_out,
-                             init_checkpoint=init_checkpoint, keeper=keeper)
+                             init_checkpoint=init_checkpoint, keeper=keeper,
+                             afterwards=_afterwards(do_eval and "eval" in splits,
+                                                    "predict" in splits))
         use_best_checkpoint(trainer, dev_eval, keeper)
 
         if do_eval and "eval" in splits:
@@ -482,3 +545,14 @@ def train_evaluate_predict(task, records, output_dir, tool, train_batch_size, ev
                 records.write_outputs("predict", outputs, output_dir)
             results["predict"] = outputs
         return results
+
+
+def _afterwards(evaluates, predicts):
+    """What a run does with a finished run's model (for `Trainer.train`'s line), or None."""
+    if evaluates and predicts:
+        return "evaluating and predicting with its model"
+    if evaluates:
+        return "evaluating its model"
+    if predicts:
+        return "predicting with its model"
+    return None

@@ -29,7 +29,8 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
                    eval_batch_size=8, predict_batch_size=8, learning_rate=5e-5,
                    num_train_epochs=3.0, warmup_proportion=0.1, save_checkpoints_steps=1000,
                    iterations_per_loop=1000, multi_label=False, multi_label_threshold=0.5,
-                   doc_stride=None, scale_out=ScaleOut(), dev_eval=DevEval()):
+                   doc_stride=None, scale_out=ScaleOut(), dev_eval=DevEval(),
+                   overwrite_output_dir=False):
     """Trains, evaluates and predicts as the original `run_classifier.main` did.
 
     Args:
@@ -50,6 +51,9 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
         prediction average each document's windows' logits
         (eval_results.txt and test_results.tsv per example). Single-text
         tasks only: a pair task is refused.
+      overwrite_output_dir: bool (new): with do_train, start anew in an
+        output_dir that holds a run (`bert_tf.training.run_record`); without
+        it, a rerun with other training flags is refused.
 
     Returns:
       dict with the eval results (key "eval") and the predictions ("predict")
@@ -76,9 +80,22 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
         processor.read_labels(data_dir)
     label_list = processor.get_labels()
     num_labels = 1 if is_regression else len(label_list)
+    # A rerun against the run output_dir holds, before anything is written.
+    record = finetuning.run_record(
+        output_dir, "run_classifier", "classifier", do_train, overwrite_output_dir, scale_out,
+        dev_eval, dict(task_name=task_name, init_checkpoint=init_checkpoint,
+                       do_lower_case=do_lower_case, max_seq_length=max_seq_length,
+                       doc_stride=doc_stride, multi_label=multi_label,
+                       train_batch_size=train_batch_size, learning_rate=learning_rate,
+                       num_train_epochs=num_train_epochs, warmup_proportion=warmup_proportion),
+        bert_config_file=bert_config_file, vocab_file=vocab_file,
+        labels=None if is_regression else label_list, num_labels=num_labels,
+        do_lower_case=do_lower_case, max_seq_length=max_seq_length, doc_stride=doc_stride,
+        data={"data_dir": data_dir})
     # The config against the checkpoint (its index alone), before anything is written.
     finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint,
-                                      head="classifier", num_labels=num_labels)
+                                      head="classifier", num_labels=num_labels,
+                                      overwrite_output_dir=overwrite_output_dir)
     # Read every input before any TensorFlow op, so a bad file fails fast.
     tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
     examples = finetuning.classifier_examples(processor, data_dir, do_train, do_eval, do_predict,
@@ -96,4 +113,4 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
         train_batch_size, eval_batch_size, predict_batch_size, learning_rate, num_train_epochs,
         warmup_proportion, save_checkpoints_steps, iterations_per_loop, scale_out,
         init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval,
-        doc_stride=doc_stride)
+        doc_stride=doc_stride, run_record=record)

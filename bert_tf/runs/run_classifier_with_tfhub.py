@@ -37,7 +37,7 @@ def run_classifier_with_tfhub(task_name, data_dir, bert_hub_module_handle, outpu
                               predict_batch_size=8, learning_rate=5e-5, num_train_epochs=3.0,
                               warmup_proportion=0.1, save_checkpoints_steps=1000,
                               iterations_per_loop=1000, scale_out=ScaleOut(),
-                              dev_eval=DevEval()):
+                              dev_eval=DevEval(), overwrite_output_dir=False):
     """Trains, evaluates and predicts as the original `run_classifier_with_tfhub.main` did.
 
     Args:
@@ -46,6 +46,7 @@ def run_classifier_with_tfhub(task_name, data_dir, bert_hub_module_handle, outpu
       bert_hub_module_handle: the TF Hub BERT encoder (see the module docstring).
       scale_out: a `ScaleOut`, the new flags.
       dev_eval: a `DevEval` (evaluation on dev.tsv while training).
+      overwrite_output_dir: run_classifier's (new).
 
     Returns:
       dict with the eval results (key "eval") and the predictions ("predict")
@@ -70,9 +71,21 @@ def run_classifier_with_tfhub(task_name, data_dir, bert_hub_module_handle, outpu
                                            do_lower_case=module.do_lower_case)
     examples = finetuning.classifier_examples(processor, data_dir, do_train, do_eval, do_predict,
                                               dev_eval=dev_eval.enabled)
+    # A rerun against the run output_dir holds, before anything is written. (Its
+    # model is the TF Hub encoder's: the record names the task, no config is copied.)
+    record = finetuning.run_record(
+        output_dir, "run_classifier_with_tfhub", "hub_classifier", do_train,
+        overwrite_output_dir, scale_out, dev_eval,
+        dict(task_name=task_name, bert_hub_module_handle=bert_hub_module_handle,
+             max_seq_length=max_seq_length, train_batch_size=train_batch_size,
+             learning_rate=learning_rate, num_train_epochs=num_train_epochs,
+             warmup_proportion=warmup_proportion),
+        labels=None if is_regression else label_list, num_labels=num_labels,
+        do_lower_case=module.do_lower_case, max_seq_length=max_seq_length,
+        data={"data_dir": data_dir})
     task = HubClassifierTask(module, num_labels, is_regression=is_regression)
     return finetuning.train_evaluate_predict_classifier(
         task, examples, tokenizer, label_list, output_dir, "run_classifier_with_tfhub",
         max_seq_length, train_batch_size, eval_batch_size, predict_batch_size, learning_rate,
         num_train_epochs, warmup_proportion, save_checkpoints_steps, iterations_per_loop,
-        scale_out, dev_eval=dev_eval, do_eval=do_eval)
+        scale_out, dev_eval=dev_eval, do_eval=do_eval, run_record=record)

@@ -35,7 +35,8 @@ def run_multiple_choice(data_dir, bert_config_file, vocab_file, output_dir, init
                         do_predict=False, train_batch_size=32, eval_batch_size=8,
                         predict_batch_size=8, learning_rate=5e-5, num_train_epochs=3.0,
                         warmup_proportion=0.1, save_checkpoints_steps=1000,
-                        iterations_per_loop=1000, scale_out=ScaleOut(), dev_eval=DevEval()):
+                        iterations_per_loop=1000, scale_out=ScaleOut(), dev_eval=DevEval(),
+                        overwrite_output_dir=False):
     """Trains, evaluates and predicts multiple choice as run_classifier does a classifier.
 
     Args:
@@ -46,6 +47,7 @@ def run_multiple_choice(data_dir, bert_config_file, vocab_file, output_dir, init
       scale_out: a `ScaleOut` (strategy, XLA, precision, accumulation, ...).
       dev_eval: a `DevEval` (evaluation on the dev file while training, the
         best checkpoint, early stopping).
+      overwrite_output_dir: run_classifier's (new).
 
     Returns:
       dict with the eval results (key "eval") and the predictions ("predict")
@@ -59,9 +61,20 @@ def run_multiple_choice(data_dir, bert_config_file, vocab_file, output_dir, init
         do_predict)
     bert_config = finetuning.read_bert_config(bert_config_file, vocab_file, output_dir,
                                               max_seq_length, scale_out, dev_eval)
+    # A rerun against the run output_dir holds, before anything is written.
+    record = finetuning.run_record(
+        output_dir, "run_multiple_choice", "multiple_choice", do_train, overwrite_output_dir,
+        scale_out, dev_eval, dict(init_checkpoint=init_checkpoint, do_lower_case=do_lower_case,
+                                  max_seq_length=max_seq_length,
+                                  train_batch_size=train_batch_size, learning_rate=learning_rate,
+                                  num_train_epochs=num_train_epochs,
+                                  warmup_proportion=warmup_proportion),
+        bert_config_file=bert_config_file, vocab_file=vocab_file, num_labels=1,
+        do_lower_case=do_lower_case, max_seq_length=max_seq_length, data={"data_dir": data_dir})
     # The head is the classifier's with one label: output_weights [1, hidden_size].
     finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint,
-                                      head="classifier", num_labels=1)
+                                      head="classifier", num_labels=1,
+                                      overwrite_output_dir=overwrite_output_dir)
     # Read every input before any TensorFlow op, so a bad file fails fast.
     tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
     examples = finetuning.classifier_examples(
@@ -74,7 +87,7 @@ def run_multiple_choice(data_dir, bert_config_file, vocab_file, output_dir, init
         output_dir, "run_multiple_choice", train_batch_size, eval_batch_size,
         predict_batch_size, learning_rate, num_train_epochs, warmup_proportion,
         save_checkpoints_steps, iterations_per_loop, scale_out,
-        init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval)
+        init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval, run_record=record)
 
 
 class _MultipleChoiceRecords(finetuning.ClassifierRecords):

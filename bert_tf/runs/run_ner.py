@@ -27,13 +27,14 @@ from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
 
 
-def _label_list(output_dir, init_checkpoint, train_sentences, train_file):
+def _label_list(output_dir, init_checkpoint, train_sentences, train_file, overwrite=False):
     """The run's labels: the training file's, else the `labels.txt` of output_dir or of
-    init_checkpoint's directory (a trained model's)."""
+    init_checkpoint's directory (a trained model's). `overwrite`: output_dir's
+    run is to be removed (--overwrite_output_dir)."""
     saved = os.path.join(output_dir, ner_data.LABELS_FILE)
     if train_sentences is not None:
         labels = ner_data.get_labels(train_sentences)
-        if fileio.exists(saved) and ner_data.read_labels(saved) != labels:
+        if not overwrite and fileio.exists(saved) and ner_data.read_labels(saved) != labels:
             raise UserError("%s holds other labels than %s (%s): use a new --output_dir"
                             % (saved, train_file, " ".join(labels)))
         return labels
@@ -55,7 +56,7 @@ def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=
             do_eval=False, do_predict=False, train_batch_size=32, eval_batch_size=8,
             predict_batch_size=8, learning_rate=5e-5, num_train_epochs=3.0,
             warmup_proportion=0.1, save_checkpoints_steps=1000, iterations_per_loop=1000,
-            scale_out=ScaleOut(), dev_eval=DevEval()):
+            scale_out=ScaleOut(), dev_eval=DevEval(), overwrite_output_dir=False):
     """Trains, evaluates and predicts named entities (see the module docstring).
 
     Args:
@@ -68,6 +69,7 @@ def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=
       scale_out: a `ScaleOut` (strategy, XLA, precision, accumulation, ...).
       dev_eval: a `DevEval`: evaluation on dev.txt while training, the best
         checkpoint (by f1), early stopping.
+      overwrite_output_dir: run_classifier's (new).
 
     Returns:
       dict with the eval results (key "eval") and the predicted labels per
@@ -93,7 +95,7 @@ def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=
     if do_train:
         sentences["train"] = ner_data.read_conll(paths["train"])
     label_list = _label_list(output_dir, init_checkpoint, sentences.get("train"),
-                             paths["train"])
+                             paths["train"], overwrite_output_dir and do_train)
     if do_eval or (dev_eval.enabled and do_train):
         sentences["dev"] = ner_data.read_conll(paths["dev"])
     if do_predict:
@@ -101,9 +103,21 @@ def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=
     for split in ("dev", "test"):
         if split in sentences:
             ner_data.check_labels(sentences[split], label_list, paths[split])
+    # A rerun against the run output_dir holds, before anything is written.
+    record = finetuning.run_record(
+        output_dir, "run_ner", "token_classification", do_train, overwrite_output_dir,
+        scale_out, dev_eval, dict(init_checkpoint=init_checkpoint, do_lower_case=do_lower_case,
+                                  max_seq_length=max_seq_length, doc_stride=doc_stride,
+                                  train_batch_size=train_batch_size, learning_rate=learning_rate,
+                                  num_train_epochs=num_train_epochs,
+                                  warmup_proportion=warmup_proportion),
+        bert_config_file=bert_config_file, vocab_file=vocab_file, labels=label_list,
+        num_labels=len(label_list), do_lower_case=do_lower_case, max_seq_length=max_seq_length,
+        doc_stride=doc_stride, data={"data_dir": data_dir})
     # The config against the checkpoint (its index alone), before anything is written.
     finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint,
-                                      head="classifier", num_labels=len(label_list))
+                                      head="classifier", num_labels=len(label_list),
+                                      overwrite_output_dir=overwrite_output_dir)
     tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
     # The course's splits: "eval" is dev.txt, "predict" test.txt.
     sentences = {_SPLITS.get(split, split): split_sentences
@@ -117,7 +131,7 @@ def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=
         output_dir, "run_ner", train_batch_size, eval_batch_size, predict_batch_size,
         learning_rate, num_train_epochs, warmup_proportion, save_checkpoints_steps,
         iterations_per_loop, scale_out, init_checkpoint=init_checkpoint, dev_eval=dev_eval,
-        do_eval=do_eval)
+        do_eval=do_eval, run_record=record)
 
 
 # The course's name of each CoNLL split, and the file of each one's predicted labels.

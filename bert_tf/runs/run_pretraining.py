@@ -34,7 +34,7 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
                     do_eval=False, train_batch_size=32, eval_batch_size=8, learning_rate=5e-5,
                     num_train_steps=100000, num_warmup_steps=10000,
                     save_checkpoints_steps=1000, iterations_per_loop=1000, max_eval_steps=100,
-                    scale_out=ScaleOut()):
+                    scale_out=ScaleOut(), overwrite_output_dir=False):
     """Trains and/or evaluates as the original `run_pretraining.main` did.
 
     Args:
@@ -42,6 +42,9 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
         output_dir, init_checkpoint and the rest: the original's flags.
       scale_out: a `ScaleOut`, the new flags (strategy, XLA, precision,
         accumulation, optimizer, logging).
+      overwrite_output_dir: bool (new): with do_train, start anew in an
+        output_dir that holds a run (`bert_tf.training.run_record`); without
+        it, a rerun with other training flags is refused.
 
     Returns:
       dict: "history" (`Trainer.train`'s, when training ran) and "eval" (the
@@ -64,9 +67,19 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
     init_checkpoint = releases.resolve_file(init_checkpoint, "init_checkpoint")
     bert_config = BertConfig.from_json_file(bert_config_file)
     scale_out.configure_model(bert_config)  # --gradient_checkpointing
+    # A rerun against the run output_dir holds, before anything is written.
+    record = finetuning.run_record(
+        output_dir, "run_pretraining", "pretraining", do_train, overwrite_output_dir, scale_out,
+        None, dict(init_checkpoint=init_checkpoint, max_seq_length=max_seq_length,
+                   max_predictions_per_seq=max_predictions_per_seq,
+                   train_batch_size=train_batch_size, learning_rate=learning_rate,
+                   num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps),
+        bert_config_file=bert_config_file, max_seq_length=max_seq_length,
+        data={"input_file": input_file})
     # The config against the checkpoint (its index alone), before anything is written.
     finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint,
-                                      head="pretraining")
+                                      head="pretraining",
+                                      overwrite_output_dir=overwrite_output_dir)
     input_files = input_pipeline.expand_files(fileio.split_comma_list(input_file))
     logging.info("*** Input Files ***")
     for name in input_files:
@@ -84,6 +97,7 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
         task = PretrainingTask(bert_config, max_seq_length, max_predictions_per_seq)
         trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
         created.enabled = trainer.is_chief
+        finetuning.begin_run_record(record, output_dir, created, trainer.is_chief)
 
         def dataset_fn(batch_size, is_training):
             def fn(input_context):
@@ -101,7 +115,9 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
                 dataset_fn(train_batch_size, True), train_batch_size, num_train_steps,
                 learning_rate, num_warmup_steps, init_checkpoint=init_checkpoint,
                 save_checkpoints_steps=save_checkpoints_steps,
-                iterations_per_loop=iterations_per_loop, **scale_out.train_options())
+                iterations_per_loop=iterations_per_loop,
+                afterwards="evaluating its model" if do_eval else None,
+                **scale_out.train_options())
 
         if do_eval:
             results["eval"] = trainer.evaluate(dataset_fn(eval_batch_size, False), eval_batch_size,

@@ -6,7 +6,9 @@ r"""Exports a BERT checkpoint as a SavedModel for TF Serving that takes raw text
     --init_checkpoint=/tmp/mrpc_output/ --max_seq_length=128 \
     --export_dir=/models/mrpc
 
-writes `/models/mrpc/<version>/` (saved_model.pb, variables/, assets/vocab.txt;
+(or, from a training run's output_dir, which holds its config, vocab and
+bert_tf_run.json: `bert-export-saved-model --init_checkpoint=/tmp/mrpc_output/
+--export_dir=/models/mrpc`) writes `/models/mrpc/<version>/` (saved_model.pb, variables/, assets/vocab.txt;
 `--version` defaults to the time in seconds), TF Serving's model base-path
 layout:
 
@@ -64,10 +66,17 @@ FLAGS = (
         "character offsets; --doc_stride windows)."),
     groups.BERT_CONFIG_FILE,
     groups.VOCAB_FILE,
-    groups.DO_LOWER_CASE,
+    groups.with_default(groups.with_help(
+        groups.DO_LOWER_CASE, groups.DO_LOWER_CASE.help
+        + " Default: a training run's, from its output_dir's bert_tf_run.json; else True."),
+        None),
     groups.with_help(groups.INIT_CHECKPOINT,
                      "The checkpoint to export: a prefix (model.ckpt-N), or a directory (its "
-                     "latest model.ckpt-N, or a Google release directory's bert_model.ckpt)."),
+                     "latest model.ckpt-N, or a Google release directory's bert_model.ckpt). "
+                     "A training run's output_dir is the model: its bert_tf_run.json gives "
+                     "--task_name, --bert_config_file, --vocab_file, --do_lower_case, "
+                     "--max_seq_length, --doc_stride and the labels (flags given must agree "
+                     "with it), and its best/ checkpoint with --eval_every_steps."),
     groups.with_default(groups.with_help(
         groups.MAX_SEQ_LENGTH,
         "The maximum total input sequence length after WordPiece tokenization: longer "
@@ -143,8 +152,7 @@ def function():
 
 
 TOOL = cli.Tool(__name__, function, FLAGS,
-                required=("task_name", "bert_config_file", "vocab_file", "init_checkpoint",
-                          "export_dir"))
+                required=("init_checkpoint", "export_dir"))
 
 
 def main(argv=None):

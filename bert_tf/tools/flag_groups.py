@@ -112,6 +112,13 @@ MAX_SEQ_LENGTH = integer(
     "than this will be padded.")
 OUTPUT_DIR = string("output_dir", None,
                     "The output directory where the model checkpoints will be written.")
+# New: a training run into an output_dir that holds another run's checkpoints.
+OVERWRITE_OUTPUT_DIR = boolean(
+    "overwrite_output_dir", False,
+    "New: start a new run in --output_dir, removing the run it holds (its checkpoints, "
+    "bert_tf_run.json and results). Without it a rerun with the recorded training flags "
+    "resumes (a finished run is not trained again), and one with other training flags is "
+    "refused.")
 
 # fill-mask (bert-fill-mask, bert-export-saved-model --task_name=fill_mask).
 TOP_K = integer("top_k", 5, "The best tokens to give per [MASK].", lower_bound=1)
@@ -164,7 +171,8 @@ TASK_NAME = string("task_name", None, "The name of the task to train.")
 # follow --max_seq_length (and run_ner's --doc_stride) in run_classifier,
 # run_classifier_with_tfhub, run_ner and run_multiple_choice.
 FINETUNING = ((DO_TRAIN, DO_EVAL, DO_PREDICT, TRAIN_BATCH_SIZE, EVAL_BATCH_SIZE,
-               PREDICT_BATCH_SIZE) + FINETUNING_SCHEDULE + SCALE_OUT + DEV_EVAL)
+               PREDICT_BATCH_SIZE) + FINETUNING_SCHEDULE + SCALE_OUT + DEV_EVAL
+              + (OVERWRITE_OUTPUT_DIR,))
 # Both classifier tools' flags beyond their model's (run_classifier: MODEL;
 # run_classifier_with_tfhub: --bert_hub_module_handle).
 CLASSIFIER = (DATA_DIR, TASK_NAME, OUTPUT_DIR, MAX_SEQ_LENGTH) + FINETUNING

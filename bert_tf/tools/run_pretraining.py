@@ -53,7 +53,7 @@ FLAGS = (
     groups.SAVE_CHECKPOINTS_STEPS,
     groups.ITERATIONS_PER_LOOP,
     groups.integer("max_eval_steps", 100, "Maximum number of eval steps."),
-) + groups.SCALE_OUT
+) + groups.SCALE_OUT + (groups.OVERWRITE_OUTPUT_DIR,)
 
 def function():
     """The library function this tool calls (imported when it runs)."""

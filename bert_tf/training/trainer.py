@@ -36,6 +36,7 @@ Example:
 
 import contextlib
 import functools
+import os
 import random
 import time
 
@@ -46,6 +47,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import item_progress
+from bert_tf import logs
 from bert_tf.data import input_pipeline
 from bert_tf.data.finite_input import FiniteInput
 from bert_tf.data.finite_input import in_input_order
@@ -320,7 +322,7 @@ class Trainer(object):
     def train(self, dataset_fn, train_batch_size, num_train_steps, learning_rate,
               num_warmup_steps, init_checkpoint=None, save_checkpoints_steps=1000,
               iterations_per_loop=1000, num_accumulation_steps=1, optimizer_type="adamw",
-              best_checkpoint=None):
+              best_checkpoint=None, afterwards=None):
         """Trains until `global_step == num_train_steps`, resuming if it can.
 
         Args:
@@ -344,6 +346,8 @@ class Trainer(object):
             the last step (a host loop ends at each), keeps the best weights,
             and may stop training early (the run then ends there, with its
             checkpoint, as at its last step; a rerun trains no further).
+          afterwards: what the caller does next (e.g. "evaluating its model"),
+            for the result line of an output_dir whose run is finished.
 
         With the trainer's `seed`, `dataset_fn` must give the same batches in
         the same order on every call (a seeded shuffle, as the runs' pipelines
@@ -385,16 +389,18 @@ class Trainer(object):
         self.checkpoints.save_checkpoints_steps = int(save_checkpoints_steps)
         self.checkpoints.prepare()
         step = self.restore(init_checkpoint, with_optimizer=True)
+        # Port note: the Estimator logged "Skipping training since max_steps has
+        # already saved" at INFO; a finished run is named in a result line,
+        # which every --verbosity shows.
+        then = "; %s" % afterwards if afterwards else ""
         if best_checkpoint is not None and best_checkpoint.stopped_early:
-            logging.warning("Skipping training since it stopped early at global_step %d (%s; "
-                            "a new --output_dir trains anew)", step,
-                            best_checkpoint.history_file)
+            logs.result("output_dir %s holds a finished run (stopped early at global_step %d, "
+                        "%s): not training again%s", self.output_dir, step,
+                        os.path.basename(best_checkpoint.history_file), then)
             return []
         if step >= num_train_steps:
-            # A warning, not the Estimator's INFO: the run trains nothing.
-            logging.warning("Skipping training since max_steps has already saved (global_step "
-                            "%d >= num_train_steps %d in %s; a new --output_dir trains anew)",
-                            step, num_train_steps, self.output_dir)
+            logs.result("output_dir %s holds a finished run (global_step %d of %d): not "
+                        "training again%s", self.output_dir, step, num_train_steps, then)
             return []
 
         logging.info("***** Running training *****")

@@ -1,0 +1,226 @@
+"""The output directory is the model, and a rerun says what it does (bert_tf_run.json).
+
+* A training run writes bert_config.json, vocab.txt and bert_tf_run.json
+  (task, labels, casing, max_seq_length, doc_stride, training flags) beside
+  its checkpoints, before its first step: `from_pretrained(output_dir)` with
+  no other argument gives the run's model (head, labels, windows), with the
+  same predictions as the files passed by hand; the export takes
+  --init_checkpoint=output_dir alone. An argument that contradicts the
+  record is refused in one line naming both values.
+* A rerun with the same flags into a finished run says so in a result line
+  (shown at every --verbosity) and evaluates the run's model; a rerun with
+  another training flag is refused in one line (exit 2 from the command
+  line) with nothing written, and names --overwrite_output_dir, which starts
+  the run anew; a flag that does not change training (eval_batch_size) is
+  no reason to refuse.
+* run_pretraining keeps the same record; its output_dir loads as the
+  pre-training model, and a changed --num_train_steps is refused.
+"""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+import bert_tf
+from bert_tf import logs
+from bert_tf.errors import UserError
+from bert_tf.training import run_record
+from tests import test_ner
+from tests.test_ner import files  # noqa: F401  (the module's fixture: tiny CoNLL files)
+from tests.tools import toolrun
+from tests.tools import test_run_pretraining_tool as pretraining_tool
+
+NER_FLAGS = test_ner._flags
+
+
+def _snapshot(directory):
+    """{name: (size, mtime_ns)} of every file under `directory`."""
+    found = {}
+    for root, _, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(root, name)
+            info = os.stat(path)
+            found[os.path.relpath(path, directory)] = (info.st_size, info.st_mtime_ns)
+    return found
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+@pytest.fixture(scope="module")
+def ner_run(files):  # noqa: F811
+    """One run_ner into a fresh output_dir."""
+    output_dir = files["tmp"] / "run_record_out"
+    tf.keras.utils.set_random_seed(0)
+    toolrun.run_tool("run_ner", NER_FLAGS(files, output_dir))
+    return output_dir
+
+
+def test_a_ner_output_dir_is_the_model(files, ner_run):  # noqa: F811
+    names = set(os.listdir(ner_run))
+    assert {"bert_config.json", "vocab.txt", run_record.RECORD_FILE} <= names
+    assert not [n for n in names if ".tmp-" in n]
+    record = json.loads((ner_run / run_record.RECORD_FILE).read_text())
+    labels = (ner_run / "labels.txt").read_text().split()
+    assert record["tool"] == "run_ner" and record["task"] == "token_classification"
+    assert record["labels"] == labels and record["num_labels"] == len(labels)
+    assert (record["do_lower_case"], record["max_seq_length"], record["doc_stride"]) == (
+        True, test_ner.MAX_SEQ_LENGTH, 5)
+    assert record["training_flags"]["learning_rate"] == 3e-3
+    assert record["training_flags"]["train_batch_size"] == 8
+    assert "eval_batch_size" not in record["training_flags"]
+    assert record["data"] == {"data_dir": files["data_dir"]}
+    with open(files["config"]) as a, open(ner_run / "bert_config.json") as b:
+        assert json.load(a) == json.load(b)
+    with open(files["vocab"], "rb") as a, open(ner_run / "vocab.txt", "rb") as b:
+        assert a.read() == b.read()
+
+    config, model, tokenizer = bert_tf.from_pretrained(str(ner_run))  # the directory alone
+    by_hand = test_ner._model(files, ner_run)
+    assert type(model).__name__ == "BertTokenClassifier"
+    assert model.labels == labels
+    assert (model.max_seq_length, model.doc_stride) == (test_ner.MAX_SEQ_LENGTH, 5)
+    sentences = [words for words, _ in files["test"]]
+    assert model.predict_words(sentences) == by_hand.predict_words(sentences)
+    texts = ["We met John Smith in Parisville and Acme Corp .", " ".join(sentences[-1])]
+    assert model.predict_entities(texts) == by_hand.predict_entities(texts)
+    assert config.to_dict() == by_hand.config.to_dict()
+    assert tokenizer.tokenize("Johnson") == ["john", "##son"]
+
+
+def test_arguments_that_contradict_the_record_are_refused(files, ner_run):  # noqa: F811
+    with pytest.raises(UserError) as e:
+        bert_tf.from_pretrained(str(ner_run), do_lower_case=False)
+    message = str(e.value)
+    assert "do_lower_case=False" in message and "do_lower_case=true" in message
+    assert run_record.RECORD_FILE in message and "\n" not in message
+    other_vocab = files["tmp"] / "other_vocab.txt"
+    other_vocab.write_text(open(files["vocab"]).read() + "extra\n")
+    with pytest.raises(UserError, match="vocab_file=.*differs"):
+        bert_tf.from_pretrained(str(ner_run), vocab_file=str(other_vocab))
+    with pytest.raises(UserError) as e:
+        toolrun.run_tool("export_saved_model", [
+            "--init_checkpoint=%s" % ner_run, "--max_seq_length=32",
+            "--export_dir=%s" % (files["tmp"] / "refused_export")])
+    assert "--max_seq_length=32" in str(e.value) and "max_seq_length=16" in str(e.value)
+    assert not os.path.exists(files["tmp"] / "refused_export")
+
+
+def test_a_rerun_into_a_finished_run_says_so_at_every_verbosity(files, ner_run):  # noqa: F811
+    before = _snapshot(ner_run)
+    handler = _Records()
+    logging.getLogger().addHandler(handler)
+    try:
+        # eval_batch_size does not change training: no reason to refuse.
+        toolrun.run_tool("run_ner", NER_FLAGS(files, ner_run, eval_batch_size=4))
+    finally:
+        logging.getLogger().removeHandler(handler)
+    results = [r.getMessage() for r in handler.records if logs.is_result(r)]
+    finished = [m for m in results if "holds a finished run" in m]
+    assert finished == ["output_dir %s holds a finished run (global_step 36 of 36): not "
+                        "training again; evaluating and predicting with its model" % ner_run]
+    after = _snapshot(ner_run)
+    checkpoints = [n for n in before if n.startswith("model.ckpt-")]
+    assert checkpoints and all(after[n] == before[n] for n in checkpoints)
+    assert after[run_record.RECORD_FILE] == before[run_record.RECORD_FILE]
+
+
+def test_a_rerun_with_another_learning_rate_is_refused_with_nothing_written(
+        files, ner_run):  # noqa: F811
+    before = _snapshot(ner_run)
+    with pytest.raises(UserError) as e:
+        toolrun.run_tool("run_ner", NER_FLAGS(files, ner_run, learning_rate=1e-3))
+    message = str(e.value)
+    assert message.startswith("--learning_rate=0.001: --output_dir=%s holds a run trained "
+                              "with --learning_rate=0.003 (bert_tf_run.json)" % ner_run)
+    assert "--overwrite_output_dir" in message and "new --output_dir" in message
+    assert "\n" not in message
+    assert _snapshot(ner_run) == before
+
+
+@pytest.mark.slow
+def test_the_command_line_refuses_a_changed_learning_rate_with_exit_2(files, ner_run):  # noqa: F811
+    before = _snapshot(ner_run)
+    returncode, _, stderr = toolrun.run(
+        [sys.executable, os.path.join(toolrun.REPO_ROOT, "tools", "run_ner.py")]
+        + NER_FLAGS(files, ner_run, learning_rate=1e-3))
+    assert returncode == 2
+    assert stderr.strip().splitlines()[-1].startswith("error: --learning_rate=0.001: ")
+    assert stderr.count("error: ") == 1 and "Traceback" not in stderr
+    assert _snapshot(ner_run) == before
+
+
+def test_overwrite_output_dir_starts_the_run_anew(files, ner_run, tmp_path):  # noqa: F811
+    output_dir = tmp_path / "out"
+    toolrun.run_tool("run_ner", NER_FLAGS(files, output_dir, do_eval="false",
+                                          do_predict="false", num_train_epochs=1.0))
+    (output_dir / "notes.txt").write_text("mine")
+    assert [n for n in os.listdir(output_dir) if n.endswith(".index")] == ["model.ckpt-12.index"]
+    _, log = toolrun.run_tool("run_ner", NER_FLAGS(
+        files, output_dir, do_eval="false", do_predict="false", num_train_epochs=1.0,
+        learning_rate=1e-3, overwrite_output_dir="true"))
+    assert "Resuming" not in log and "holds a finished run" not in log
+    record = json.loads((output_dir / run_record.RECORD_FILE).read_text())
+    assert record["training_flags"]["learning_rate"] == 1e-3
+    assert (output_dir / "notes.txt").read_text() == "mine"  # not a run's file
+    assert "global_step 12" in log
+
+
+def test_the_export_takes_the_output_dir_alone(files, ner_run, tmp_path):  # noqa: F811
+    export, _ = toolrun.run_tool("export_saved_model", [
+        "--init_checkpoint=%s" % ner_run, "--export_dir=%s" % (tmp_path / "export"),
+        "--version=1"])
+    serve = tf.saved_model.load(export).signatures["serving_default"]
+    text = "We met John Smith in Parisville and Acme Corp ."
+    got = serve(text=tf.constant([text]))
+    n = int(got["num_words"][0])
+    model = bert_tf.from_pretrained(str(ner_run)).model
+    assert [w.decode() for w in got["labels"][0][:n].numpy()] == model.predict_words(
+        [text.split()])[0]
+
+
+def test_pretraining_keeps_the_record_and_refuses_a_changed_schedule(tmp_path_factory):
+    pfiles = pretraining_tool.files.__wrapped__(tmp_path_factory)
+    output_dir = str(pfiles["tmp"] / "record_output")
+    flags = pretraining_tool._flags(pfiles, output_dir, do_eval="False", num_train_steps=2)
+    toolrun.run_tool("run_pretraining", flags)
+    record = json.loads(open(os.path.join(output_dir, run_record.RECORD_FILE)).read())
+    assert (record["tool"], record["task"]) == ("run_pretraining", "pretraining")
+    assert record["training_flags"]["num_train_steps"] == 2
+    assert record["data"] == {"input_file": pfiles["data"]}
+    _, model, _ = bert_tf.from_pretrained(output_dir, vocab_file=_tiny_vocab(pfiles))
+    assert type(model).__name__ == "BertPretrainer"
+    before = _snapshot(output_dir)
+    with pytest.raises(UserError, match=r"^--num_train_steps=3: .* --num_train_steps=2 "):
+        toolrun.run_tool("run_pretraining", pretraining_tool._flags(
+            pfiles, output_dir, do_eval="False", num_train_steps=3))
+    assert _snapshot(output_dir) == before
+
+
+def _tiny_vocab(pfiles):
+    """A vocab of the tiny config's size (pre-training copies no vocab: it has no such flag)."""
+    config = json.loads(open(pfiles["config"]).read())
+    path = pfiles["tmp"] / "vocab.txt"
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokens += ["w%d" % i for i in range(config["vocab_size"] - len(tokens))]
+    path.write_text("\n".join(tokens) + "\n")
+    return str(path)
+
+
+def test_a_record_needs_no_tensorflow():
+    code = ("import sys; from bert_tf.training import run_record; "
+            "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=toolrun.REPO_ROOT,
+                   env=dict(os.environ, PYTHONPATH=toolrun.REPO_ROOT))
+
