@@ -190,6 +190,20 @@ def test_the_export_takes_the_output_dir_alone(files, ner_run, tmp_path):  # noq
         [text.split()])[0]
 
 
+def test_the_converter_takes_the_output_dir_alone(files, ner_run, tmp_path):  # noqa: F811
+    toolrun.run_tool("convert_checkpoint", [
+        "--from=google", "--to=huggingface", "--input=%s" % ner_run,
+        "--output_dir=%s" % (tmp_path / "hf")])
+    tokenizer_config = json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())
+    assert tokenizer_config["do_lower_case"] is True
+    assert (tmp_path / "hf" / "vocab.txt").read_text() == open(files["vocab"]).read()
+    with pytest.raises(UserError, match=r"--do_lower_case=false: .*do_lower_case=true"):
+        toolrun.run_tool("convert_checkpoint", [
+            "--from=google", "--to=huggingface", "--input=%s" % ner_run,
+            "--do_lower_case=false", "--output_dir=%s" % (tmp_path / "refused")])
+    assert not os.path.exists(tmp_path / "refused")
+
+
 def test_pretraining_keeps_the_record_and_refuses_a_changed_schedule(tmp_path_factory):
     pfiles = pretraining_tool.files.__wrapped__(tmp_path_factory)
     output_dir = str(pfiles["tmp"] / "record_output")
@@ -199,8 +213,15 @@ def test_pretraining_keeps_the_record_and_refuses_a_changed_schedule(tmp_path_fa
     assert (record["tool"], record["task"]) == ("run_pretraining", "pretraining")
     assert record["training_flags"]["num_train_steps"] == 2
     assert record["data"] == {"input_file": pfiles["data"]}
-    _, model, _ = bert_tf.from_pretrained(output_dir, vocab_file=_tiny_vocab(pfiles))
+    vocab = _tiny_vocab(pfiles)
+    _, model, _ = bert_tf.from_pretrained(output_dir, vocab_file=vocab)
     assert type(model).__name__ == "BertPretrainer"
+    # bert-fill-mask: the config from the directory (pre-training has no vocab flag).
+    answers = str(pfiles["tmp"] / "answers.jsonl")
+    toolrun.run_tool("fill_mask", ["--init_checkpoint=%s" % output_dir, "--vocab_file=%s" % vocab,
+                                   "--text=w1 [MASK] w2", "--output_file=%s" % answers,
+                                   "--max_seq_length=%d" % pretraining_tool.SEQ_LENGTH])
+    assert len(json.loads(open(answers).read())["masks"]) == 1
     before = _snapshot(output_dir)
     with pytest.raises(UserError, match=r"^--num_train_steps=3: .* --num_train_steps=2 "):
         toolrun.run_tool("run_pretraining", pretraining_tool._flags(

@@ -22,6 +22,7 @@ from bert_tf.modeling import checkpoint
 from bert_tf.modeling import huggingface
 from bert_tf.modeling.config import BertConfig
 from bert_tf.tokenization import huggingface as hf_tokenizer
+from bert_tf.training import run_record
 
 FORMATS = checkpoint.SAVE_FORMATS
 
@@ -40,7 +41,9 @@ def convert_checkpoint(input, output_dir, from_format, to_format, bert_config_fi
 
     Args:
       input: "google": a release directory, a checkpoint prefix or an
-        output_dir (its latest checkpoint), or a release's name;
+        output_dir (its latest checkpoint; a training run's, with its
+        bert_tf_run.json: its best/ checkpoint with --eval_every_steps, and
+        its casing), or a release's name;
         "huggingface": a Hugging Face BERT directory.
       output_dir: the directory to write (it must not exist or be empty,
         unless `overwrite`); written under a temporary name, then renamed.
@@ -68,6 +71,25 @@ def convert_checkpoint(input, output_dir, from_format, to_format, bert_config_fi
                         "model.safetensors)" % input)
     if from_format == "google" and is_hf:
         raise UserError("--input=%s: a Hugging Face directory; pass --from=huggingface" % input)
+    run = (run_record.model_files(input) if from_format == "google" and os.path.isdir(str(input))
+           else None)
+    if run is not None:
+        # A training run's output_dir: its own config, vocab and casing, unless given alike.
+        record = run["record"]
+        for flag, given, kept in (("bert_config_file", bert_config_file, run["bert_config_file"]),
+                                  ("vocab_file", vocab_file, run["vocab_file"])):
+            if given is not None and kept is not None:
+                with open(given, "rb") as a, open(kept, "rb") as b:
+                    if a.read() != b.read():
+                        raise UserError("--%s=%s: --input=%s holds the run's own %s, which "
+                                        "differs; leave --%s out to use it"
+                                        % (flag, given, input, os.path.basename(kept), flag))
+        run_record.check_agrees(record, input, "do_lower_case", do_lower_case)
+        bert_config_file = bert_config_file or run["bert_config_file"]
+        vocab_file = vocab_file or run["vocab_file"]
+        if do_lower_case is None:
+            do_lower_case = record.get("do_lower_case")
+        input = run["best"] or input
     path = checkpoint.resolve_checkpoint(input, flag="input")
     directory = path if is_hf else os.path.dirname(path)
     if bert_config_file is None:
