@@ -11,8 +11,10 @@ reads all of them from one path:
     release: no `checkpoint` file)
   uncased_L-12_H-768_A-12 (a release's  <cache>/<name>/          there (`bert_tf.releases`: downloaded
     name, no such path here)              bert_model.ckpt          and verified once)
-  output_dir/ (run_classifier, ...)     its latest model.ckpt-N  there, or bert_config_file=,
-                                                                 vocab_file=
+  output_dir/ (run_classifier, ...)     its latest model.ckpt-N  there (a training run writes
+                                          (best/'s with            them with bert_tf_run.json:
+                                          --eval_every_steps)      head, labels, casing), or
+                                                                 bert_config_file=, vocab_file=
   .../bert_model.ckpt, .../model.ckpt-N that prefix              its directory, or the same
                                                                  arguments
   a Hugging Face BERT directory         model.safetensors (or    config.json, vocab.txt (or
@@ -185,10 +187,17 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         (`bert_tf.releases.RELEASES`) where no path of that name exists: it is
         downloaded and verified once, then read from the cache
         (`$BERT_TF_CACHE`, default `~/.cache/bert_tf`; `BERT_TF_OFFLINE=1`
-        uses only the cache).
+        uses only the cache). A training run's output_dir holds its
+        `bert_tf_run.json` (`bert_tf.training.run_record`): the head (when
+        `head` is None), the casing, the labels and the windows come from
+        it, its checkpoint is best/'s where the run kept one
+        (--eval_every_steps), and bert_config_file=, vocab_file=,
+        do_lower_case= and num_labels= given must agree with it.
       head: which model to build and load:
         None: the backbone, `BertModel` (outputs `sequence_output`,
-          `pooled_output`, ...); the checkpoint's heads are left out;
+          `pooled_output`, ...); the checkpoint's heads are left out (a
+          training run's output_dir: the head of its recorded task; the
+          backbone is then the model's `.bert`);
         "pretraining": `BertPretrainer`, the backbone with the masked-LM and
           next-sentence heads (`cls/*`, in every release);
         "fill_mask": `BertFillMask`, the same model and heads with the
@@ -247,11 +256,8 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
       # Fine-tuning from a release: a fresh 3-way classifier on the backbone.
       _, classifier, _ = bert_tf.from_pretrained(
           "uncased_L-12_H-768_A-12", head="classifier", num_labels=3)
-      # A run_classifier output_dir gives back its fine-tuned classifier.
-      _, classifier, _ = bert_tf.from_pretrained(
-          "mrpc_output/", head="classifier",
-          bert_config_file="uncased_L-12_H-768_A-12/bert_config.json",
-          vocab_file="uncased_L-12_H-768_A-12/vocab.txt")
+      # A run_classifier output_dir is its fine-tuned classifier.
+      _, classifier, _ = bert_tf.from_pretrained("mrpc_output/")
     """
     run = _recorded_run(path)
     recorded = run["record"] if run else None
