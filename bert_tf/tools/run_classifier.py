@@ -14,6 +14,12 @@ It writes `output_dir/train.tf_record`, `eval.tf_record`, `predict.tf_record`
 (the original's records), `model.ckpt-<step>` (Google's format),
 `eval_results.txt` (--do_eval) and `test_results.tsv` (--do_predict: one line
 of tab-separated class probabilities per test example, in input order).
+New: with --do_train, first bert_config.json, vocab.txt and bert_tf_run.json
+(the task, labels, casing, max_seq_length and training flags), so the
+directory is the model (`bert_tf.from_pretrained(output_dir)`,
+bert-export-saved-model --init_checkpoint=output_dir). A rerun resumes; into
+a finished run it says so and evaluates and predicts; with other training
+flags it is refused (--overwrite_output_dir starts anew).
 
 Tasks: cola, mnli, mrpc, xnli (the original's) and sst-2, qnli, qqp, rte,
 wnli, sts-b (GLUE; sts-b is a regression: eval_results.txt has eval_loss,

@@ -21,7 +21,12 @@ by --do_eval / --do_predict and the export), `train.tf_record`,
 bert/..., output_weights, output_bias), `eval_results.txt` (--do_eval:
 eval_loss, eval_accuracy, and conlleval's entity-level precision, recall and
 f1), `eval_predictions.txt` and `test_predictions.txt` (`word gold predicted`
-a line, a blank line between sentences: conlleval's input). Scale out with
+a line, a blank line between sentences: conlleval's input), and first, with
+--do_train, bert_config.json, vocab.txt and bert_tf_run.json (the labels,
+casing, windows and training flags): `bert_tf.from_pretrained(output_dir)`
+and bert-export-saved-model --init_checkpoint=output_dir take the directory
+alone; a rerun with other training flags is refused (--overwrite_output_dir
+starts anew). Scale out with
 run_classifier's flags; --eval_every_steps keeps the best checkpoint by f1.
 
 Also `python -m bert_tf.tools.run_ner`; in a clone, `python tools/run_ner.py`.
