@@ -140,18 +140,27 @@ def test_sigterm_writes_a_checkpoint_at_the_step_and_the_same_command_resumes(fi
     run.proc.send_signal(signal.SIGTERM)
     step = _check_preempted(*run.finish(), output_dir, "SIGTERM")
 
-    # The same command, with fewer steps left to keep the test short: it resumes there.
-    command = _command(files, str(output_dir), num_train_steps=step + 2)
-    proc = subprocess.run(command, cwd=REPO_ROOT, env=toolrun.tool_env(), capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    # Another --num_train_steps is another run (bert_tf_run.json): refused, nothing written.
+    proc = subprocess.run(_command(files, str(output_dir), num_train_steps=step + 2),
+                          cwd=REPO_ROOT, env=toolrun.tool_env(), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 2, proc.stderr[-4000:]
+    assert "error: --num_train_steps=%d: " % (step + 2) in proc.stderr
+    assert _steps(output_dir) == [step]
+
+    # The same command resumes there (stopped again, to keep the test short).
+    run = _Run(command)
+    run.wait_for(r"step %d/100000: loss" % (step + 1))
+    run.proc.send_signal(signal.SIGTERM)
+    rc, log = run.finish()
     assert "Resuming from %s (global_step %d)" % (output_dir / ("model.ckpt-%d" % step), step) \
-        in proc.stderr
-    assert "Num steps = %d (starting at global_step %d)" % (step + 2, step) in proc.stderr
+        in log
+    assert "Num steps = 100000 (starting at global_step %d)" % step in log
+    assert rc == preemption.PREEMPTED_EXIT_STATUS, log[-4000:]
+    second = int(PREEMPTED.search(_preempted_lines(log)[0]).group(2))
+    assert second > step and _steps(output_dir) == [step, second]
     assert int(checkpoint.read_checkpoint(
-        str(output_dir / ("model.ckpt-%d" % (step + 2))))["global_step"]) == step + 2
-    with open(output_dir / "eval_results.txt") as f:
-        assert f.readline() == "global_step = %d\n" % (step + 2)
+        str(output_dir / ("model.ckpt-%d" % second)))["global_step"]) == second
 
 
 @pytest.mark.slow

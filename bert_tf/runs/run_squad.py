@@ -65,7 +65,7 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
               warmup_proportion=0.1, save_checkpoints_steps=1000, iterations_per_loop=1000,
               n_best_size=20, max_answer_length=30, verbose_logging=False,
               version_2_with_negative=False, null_score_diff_threshold=0.0,
-              scale_out=ScaleOut(), dev_eval=DevEval()):
+              scale_out=ScaleOut(), dev_eval=DevEval(), overwrite_output_dir=False):
     """Trains and predicts as the original `run_squad.main` did.
 
     Args:
@@ -77,6 +77,7 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
         predictions of `predict_file` (which must hold answers) every that
         many steps, keeps the best checkpoint (`output_dir/best/`), which
         `do_predict` then uses, and may stop early.
+      overwrite_output_dir: bool (new): run_classifier's.
 
     Returns:
       dict: "predictions" ({qas_id: text}) and "scores" (EM/F1, when the
@@ -106,8 +107,21 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
                         "--predict_file with answers (a dev set, e.g. dev-v1.1.json)")
     fileio.check_writable(output_dir, "output_dir")
     tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
+    # A rerun against the run output_dir holds, before anything is written.
+    record = finetuning.run_record(
+        output_dir, "run_squad", "squad", do_train, overwrite_output_dir, scale_out, dev_eval,
+        dict(init_checkpoint=init_checkpoint, do_lower_case=do_lower_case,
+             max_seq_length=max_seq_length, doc_stride=doc_stride,
+             max_query_length=max_query_length,
+             version_2_with_negative=version_2_with_negative,
+             train_batch_size=train_batch_size, learning_rate=learning_rate,
+             num_train_epochs=num_train_epochs, warmup_proportion=warmup_proportion),
+        bert_config_file=bert_config_file, vocab_file=vocab_file,
+        do_lower_case=do_lower_case, max_seq_length=max_seq_length, doc_stride=doc_stride,
+        data={"train_file": train_file})
     # The config against the checkpoint (its index alone), before anything is written.
-    finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint, head="squad")
+    finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint, head="squad",
+                                      overwrite_output_dir=overwrite_output_dir)
     tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
     # Read the inputs before any TensorFlow op, so a bad file fails fast.
     train_examples = predict_examples = None
@@ -131,6 +145,7 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
         task = SquadTask(bert_config)
         trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
         inputs.enabled = trainer.is_chief
+        finetuning.begin_run_record(record, output_dir, inputs, trainer.is_chief)
 
         results = {}
         limits = finetuning.record_limits(task, max_seq_length)
@@ -212,7 +227,8 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
             finetuning.train_on_records(
                 trainer, train_file, spec, limits, train_batch_size, num_train_steps,
                 learning_rate, num_warmup_steps, save_checkpoints_steps, iterations_per_loop,
-                scale_out, init_checkpoint=init_checkpoint, keeper=keeper)
+                scale_out, init_checkpoint=init_checkpoint, keeper=keeper,
+                afterwards="predicting with its model" if do_predict else None)
         finetuning.use_best_checkpoint(trainer, dev_eval, keeper)
 
         if do_predict:

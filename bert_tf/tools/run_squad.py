@@ -47,7 +47,7 @@ FLAGS = (groups.MODEL + (
                    "If true, the SQuAD examples contain some that do not have an answer."),
     groups.float_("null_score_diff_threshold", 0.0,
                   "If null_score - best_non_null is greater than the threshold predict null."),
-) + groups.SCALE_OUT + groups.DEV_EVAL)
+) + groups.SCALE_OUT + groups.DEV_EVAL + (groups.OVERWRITE_OUTPUT_DIR,))
 
 
 def report(results, values):

@@ -13,7 +13,8 @@ first step, under temporary names then renamed:
       format            1
       tool              the run that trained: "run_classifier", "run_ner", ...
       task              the `from_pretrained` head of its model: "classifier",
-                        "token_classification", "multiple_choice", "pretraining"
+                        "token_classification", "squad", "multiple_choice",
+                        "pretraining" ("hub_classifier": a TF Hub encoder's)
       labels            the label list (classifier, token_classification), else null
       num_labels        the head's outputs (1: regression), else null
       do_lower_case     the tokenizer's casing (null: the run had no tokenizer)
