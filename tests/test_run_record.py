@@ -245,3 +245,46 @@ def test_a_record_needs_no_tensorflow():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=toolrun.REPO_ROOT,
                    env=dict(os.environ, PYTHONPATH=toolrun.REPO_ROOT))
 
+
+
+def test_the_check_of_a_rerun(tmp_path):
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps({"hidden_size": 32}))
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n")
+    out = str(tmp_path / "out")
+    flags = {"init_checkpoint": str(tmp_path / "init"), "learning_rate": 5e-5, "seed": None}
+
+    def record(tool="run_classifier", **changed):
+        return run_record.RunRecord(out, tool, "classifier", dict(flags, **changed),
+                                    bert_config_file=str(config), vocab_file=str(vocab))
+
+    first = record()
+    first.check(None)
+    first.write()
+    assert sorted(os.listdir(out)) == ["bert_config.json", "bert_tf_run.json", "vocab.txt"]
+    record(learning_rate=1.0).check(None)  # no checkpoint yet: nothing trained to keep
+    checkpoint = os.path.join(out, "model.ckpt-3")
+    same = record(init_checkpoint=None)  # left out on a rerun: no difference
+    same.check(checkpoint)
+    assert not same.write_files
+    for changed, flag in ((dict(learning_rate=1e-4), "--learning_rate=0.0001: "),
+                          (dict(seed=3), "--seed=3: "),
+                          (dict(tool="run_ner"), "holds a run_classifier run")):
+        with pytest.raises(UserError, match=flag):
+            record(**changed).check(checkpoint)
+    overwrite = run_record.RunRecord(out, "run_classifier", "classifier",
+                                     dict(flags, learning_rate=1e-4), overwrite_output_dir=True)
+    overwrite.check(checkpoint)  # --overwrite_output_dir: no refusal
+    vocab.write_text("[PAD]\n[UNK]\nother\n")
+    with pytest.raises(UserError, match="--vocab_file=.* is not the run's vocab.txt"):
+        record().check(checkpoint)
+    # Checkpoints without a record (written before it existed): resumed unchecked, no record.
+    os.remove(os.path.join(out, run_record.RECORD_FILE))
+    unrecorded = record(learning_rate=1.0)
+    unrecorded.check(checkpoint)
+    assert not unrecorded.write_files
+    (tmp_path / "out" / "model.ckpt-3.index").write_text("")
+    (tmp_path / "out" / "notes.txt").write_text("")
+    assert run_record.clear_run(out) == ["bert_config.json", "model.ckpt-3.index", "vocab.txt"]
+    assert os.listdir(out) == ["notes.txt"]

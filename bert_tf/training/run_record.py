@@ -218,6 +218,8 @@ class RunRecord(object):
                                _NEW_RUN))
         given, kept = self.record["training_flags"], recorded["training_flags"]
         for flag in TRAINING_FLAGS:
+            if flag == "init_checkpoint" and given.get(flag) is None:
+                continue  # a resumed run starts from output_dir: leaving it out changes nothing
             if flag in given and given[flag] != kept.get(flag):
                 raise UserError(
                     "--%s=%s: --output_dir=%s holds a run trained with --%s=%s (%s); rerun with "
