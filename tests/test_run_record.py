@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -33,6 +34,7 @@ from bert_tf.training import run_record
 from tests import test_ner
 from tests.test_ner import files  # noqa: F401  (the module's fixture: tiny CoNLL files)
 from tests.tools import toolrun
+from tests.tools import test_run_classifier_tool as classifier_tool
 from tests.tools import test_run_pretraining_tool as pretraining_tool
 
 NER_FLAGS = test_ner._flags
@@ -202,6 +204,41 @@ def test_the_converter_takes_the_output_dir_alone(files, ner_run, tmp_path):  # 
             "--from=google", "--to=huggingface", "--input=%s" % ner_run,
             "--do_lower_case=false", "--output_dir=%s" % (tmp_path / "refused")])
     assert not os.path.exists(tmp_path / "refused")
+
+
+def test_a_classifier_output_dir_with_a_best_checkpoint_is_that_model(tmp_path_factory):
+    cfiles = classifier_tool.files.__wrapped__(tmp_path_factory)
+    output_dir = cfiles["tmp"] / "best_output"
+    toolrun.run_tool("run_classifier", classifier_tool._flags(
+        cfiles, output_dir, do_eval="false", do_predict="false", eval_every_steps=7,
+        learning_rate=1e-3))
+    record = json.loads((output_dir / run_record.RECORD_FILE).read_text())
+    assert (record["task"], record["labels"], record["num_labels"]) == ("classifier",
+                                                                         ["0", "1"], 2)
+    assert record["training_flags"]["task_name"] == "MRPC"
+    best = run_record.model_files(str(output_dir))["best"]
+    assert best.startswith(str(output_dir / "best" / "model.ckpt-"))
+    _, model, tokenizer = bert_tf.from_pretrained(str(output_dir))
+    _, by_hand, _ = bert_tf.from_pretrained(best, head="classifier",
+                                            bert_config_file=cfiles["config"],
+                                            vocab_file=cfiles["vocab"])
+    assert type(model).__name__ == "BertClassifier" and model.num_labels == 2
+    assert [w.path for w in model.weights] == [w.path for w in by_hand.weights]
+    for ours, theirs in zip(model.weights, by_hand.weights):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    # The export, from the directory alone: the best checkpoint, the run's labels.
+    export, _ = toolrun.run_tool("export_saved_model", [
+        "--init_checkpoint=%s" % output_dir, "--export_dir=%s" % (cfiles["tmp"] / "export"),
+        "--version=1"])
+    text = "the company said it would buy the shares"
+    got = tf.saved_model.load(export).signatures["serve_text_a"](text_a=tf.constant([text]))
+    ids = tokenizer.convert_tokens_to_ids(["[CLS]"] + tokenizer.tokenize(text) + ["[SEP]"])
+    features = {"input_ids": tf.constant([ids]), "input_mask": tf.ones([1, len(ids)], tf.int32),
+                "segment_ids": tf.zeros([1, len(ids)], tf.int32)}
+    logits = model(features, training=False)["logits"]
+    np.testing.assert_allclose(got["probabilities"].numpy(), tf.nn.softmax(logits).numpy(),
+                               atol=1e-5)
+    assert got["label"].numpy()[0].decode() in ("0", "1")
 
 
 def test_pretraining_keeps_the_record_and_refuses_a_changed_schedule(tmp_path_factory):

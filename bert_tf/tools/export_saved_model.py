@@ -8,9 +8,9 @@ r"""Exports a BERT checkpoint as a SavedModel for TF Serving that takes raw text
 
 (or, from a training run's output_dir, which holds its config, vocab and
 bert_tf_run.json: `bert-export-saved-model --init_checkpoint=/tmp/mrpc_output/
---export_dir=/models/mrpc`) writes `/models/mrpc/<version>/` (saved_model.pb, variables/, assets/vocab.txt;
-`--version` defaults to the time in seconds), TF Serving's model base-path
-layout:
+--export_dir=/models/mrpc`) writes `/models/mrpc/<version>/` (saved_model.pb,
+variables/, assets/vocab.txt; `--version` defaults to the time in seconds), TF
+Serving's model base-path layout:
 
   tensorflow_model_server --rest_api_port=8501 --model_name=mrpc \
     --model_base_path=/models/mrpc

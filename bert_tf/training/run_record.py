@@ -261,7 +261,7 @@ class RunRecord(object):
 
 
 def clear_run(output_dir):
-    """Removes an earlier run's files from `output_dir` (--overwrite_output_dir); returns their names.
+    """Removes an earlier run's files from `output_dir` (--overwrite_output_dir); returns them.
 
     Its checkpoints, the `checkpoint` state file, the record and its copies,
     the records it wrote, its results and summaries, best/ and eval/ (their
@@ -286,7 +286,7 @@ def clear_run(output_dir):
 
 
 def _history_best(output_dir):
-    """output_dir/best/model.ckpt-N of eval_history.jsonl's best evaluation, if its files are there."""
+    """output_dir/best/model.ckpt-N of eval_history.jsonl's best evaluation, if it is there."""
     history = os.path.join(str(output_dir), "eval_history.jsonl")
     if not fileio.exists(history):
         return None
