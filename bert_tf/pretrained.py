@@ -209,7 +209,8 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
           `similarity`);
         "multiple_choice": `BertMultipleChoice` (the classifier's head with
           one label, a score per choice; bert-run-multiple-choice's), which
-          takes raw text too (its preprocessor: `max_seq_length`, default 128).
+          takes raw text too (its preprocessor: `max_seq_length`, default a
+          training run's, else 128).
         "token_classification": `BertTokenClassifier` (named entities: the
           classifier head on every token; its labels from the `labels.txt`
           beside the checkpoint, which bert-run-ner writes: `predict_words`,
@@ -352,6 +353,8 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         model = embeddings.SentenceEmbedder(config, pooling=pooling, normalize=normalize,
                                             preprocessor=preprocessor)
     elif head == "multiple_choice":
+        if max_seq_length is None and recorded is not None:
+            max_seq_length = recorded.get("max_seq_length")  # the run's
         model = BertMultipleChoice(config, preprocessor=BertPreprocessor(
             vocab_file, do_lower_case=bool(do_lower_case), max_seq_length=max_seq_length or 128))
     else:

@@ -16,7 +16,6 @@
 """
 
 import json
-import logging
 import os
 
 import keras
@@ -27,6 +26,7 @@ from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint
 from bert_tf.training.dev_eval import BestCheckpoint
 from bert_tf.training.dev_eval import DevEval
+from tests.tools import toolrun
 from tests.tools.test_run_classifier_tool import NUM_TRAIN_STEPS
 from tests.tools.test_run_classifier_tool import _flags as classifier_flags
 from tests.tools.test_run_classifier_tool import _read_eval_results
@@ -172,7 +172,7 @@ def test_run_classifier_evaluates_while_training_and_uses_the_best(files, tmp_pa
 
 
 @pytest.mark.slow
-def test_run_classifier_stops_early_and_a_rerun_trains_no_further(files, tmp_path, caplog):  # noqa: F811
+def test_run_classifier_stops_early_and_a_rerun_trains_no_further(files, tmp_path):  # noqa: F811
     output_dir = tmp_path / "out"
     # Learning rate 0: every evaluation scores the same, none is a gain.
     _run_classifier(files, output_dir, eval_every_steps=4, early_stopping_patience=2,
@@ -185,12 +185,11 @@ def test_run_classifier_stops_early_and_a_rerun_trains_no_further(files, tmp_pat
     assert not os.path.exists(str(output_dir / "model.ckpt-16.index"))
     _, ours = _read_eval_results(output_dir / "eval_results.txt")
     assert ours["global_step"] == 4
-    caplog.clear()
-    caplog.set_level(logging.INFO)  # a result line (INFO), shown at every --verbosity
-    _run_classifier(files, output_dir, eval_every_steps=4, early_stopping_patience=2,
-                    best_metric="eval_loss", learning_rate=0.0, do_predict="false")
+    with toolrun.captured_logs() as rerun:  # a result line (INFO), shown at every --verbosity
+        _run_classifier(files, output_dir, eval_every_steps=4, early_stopping_patience=2,
+                        best_metric="eval_loss", learning_rate=0.0, do_predict="false")
     assert ("holds a finished run (stopped early at global_step 12, eval_history.jsonl): not "
-            "training again; evaluating its model") in caplog.text
+            "training again; evaluating its model") in rerun.text
     assert len(_history(output_dir)) == 3
     assert not os.path.exists(str(output_dir / "model.ckpt-16.index"))
 

@@ -125,7 +125,7 @@ def test_a_rerun_into_a_finished_run_says_so_at_every_verbosity(files, ner_run):
     logging.getLogger().addHandler(handler)
     try:
         # eval_batch_size does not change training: no reason to refuse.
-        toolrun.run_tool("run_ner", NER_FLAGS(files, ner_run, eval_batch_size=4))
+        toolrun.run_tool("run_ner", NER_FLAGS(files, ner_run, eval_batch_size=4))  # INFO on
     finally:
         logging.getLogger().removeHandler(handler)
     results = [r.getMessage() for r in handler.records if logs.is_result(r)]
