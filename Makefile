@@ -13,13 +13,18 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 # import this clone's package, as they do from the clone directly.
 setup: $(VENV)/.installed
 
+# pip runs quiet (-q): a line before each step says what the wait is for.
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-dev-nodeps.txt pyproject.toml
+	@test -x $(PY) || echo "setup: creating the virtual environment $(VENV)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "setup: installing the pinned requirements into $(VENV) (a few minutes the first time)"
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt
 	$(PY) -m pip install -q --no-deps -r requirements-dev-nodeps.txt
+	@echo "setup: installing bert_tf into $(VENV) (editable)"
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
+	@echo "setup: done ($(VENV))"
 
 # Test processes side by side (pytest-xdist; a file's tests stay in one process): one
 # more than the 2 cores of the reference machine, as some tests wait on the processes

@@ -8,7 +8,8 @@ at most every `every` items or every `seconds` (10 s by default), whichever
 comes first, and a last line, ending in `done`, when the count reaches
 `total` or the work ends (`finish`, or leaving the `with` block). Without a
 total the lines carry no ETA. A run's phases without a count (an export's
-checkpoint, trace, save) get one line each from `PhaseLog`.
+checkpoint, trace, save) get one line each from `PhaseLog`, and the first
+call of a compiled step, which traces it, one line before it (`log_tracing`).
 
 Pure Python and absl: the data modules, which stand below training, use it
 as the trainer does.
@@ -154,6 +155,17 @@ class ItemProgress(object):
         if exc_type is None:
             self.finish()
         return False
+
+
+def log_tracing(what):
+    """One line before the first call of a compiled step: `<what>: tracing the step (...)`.
+
+    TensorFlow traces (and with XLA compiles) a `tf.function` on its first
+    call: seconds to minutes in which no step ends and no progress line is
+    due, so the wait is said before it.
+    """
+    logging.info("%s: tracing the step (its first call builds the graph; the next progress "
+                 "line comes after it)", what)
 
 
 class PhaseLog(object):

@@ -280,6 +280,9 @@ def test_the_tool_fine_tunes_on_pairs_and_from_pretrained_reads_back_the_embedde
         "--pooling=mean", "--normalize", "--max_seq_length=%d" % MAX_SEQ_LENGTH,
         "--train_batch_size=8", "--learning_rate=1e-3", "--num_train_epochs=30"])
     assert "Trained on 8 pairs (30 steps" in log and "training: 30/30 steps" in log, log
+    # Keras fit's first step traces the graph: said before it, not after a silence.
+    assert (log.index("training: tracing the step (its first call builds the graph")
+            < log.index("training: 30/30 steps")), log
     assert sorted(os.listdir(output_dir)) == [
         "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index",
         "embedding_config.json", "vocab.txt"]

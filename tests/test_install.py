@@ -177,6 +177,23 @@ def test_lazy_names_resolve_and_are_listed():
 # ------------------------------------------------------------------ the tools' header
 
 
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_setup_says_what_it_installs_before_pip_runs_quiet(tmp_path):
+    """`make demo`'s first minutes are `make setup`'s quiet pip: a line says what they are.
+    (Run with `true` for Python and pip: the recipe's lines, nothing installed.)"""
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    run = subprocess.run(["make", "-B", "setup", "VENV=%s" % venv, "PY=true", "PYTHON=true"],
+                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    said = lines.index("setup: installing the pinned requirements into %s (a few minutes the "
+                       "first time)" % venv)
+    installs = [i for i, line in enumerate(lines) if " -m pip install " in line]
+    assert installs and said < installs[0], lines
+    assert lines[-1] == "setup: done (%s)" % venv
+
+
 def test_tools_put_the_repository_on_sys_path_only_in_a_clone(tmp_path):
     # No tool adds a path unconditionally at module level.
     for path in sorted(glob.glob(os.path.join(REPO_ROOT, "tools", "*.py"))):

@@ -181,6 +181,9 @@ def test_evaluate_in_chunks_logs_progress_and_gives_the_one_call_results(tmp_pat
     results = trainer.evaluate(in_memory_dataset_fn(batches, repeat=True), BATCH_SIZE, 5,
                                init_checkpoint=init)
     lines = _messages(info_logs, "evaluation:")
+    assert lines[0] == ("evaluation: tracing the step (its first call builds the graph; the "
+                        "next progress line comes after it)")
+    lines = lines[1:]
     assert [re.match(r"evaluation: (\d+)/5 batches, ", l).group(1) for l in lines] == [
         "2", "4", "5"]
     assert "ETA" in lines[0] and "elapsed" in lines[0] and lines[-1].endswith(", done")
@@ -194,7 +197,7 @@ def test_evaluate_in_chunks_logs_progress_and_gives_the_one_call_results(tmp_pat
     info_logs.clear()
     results = trainer.evaluate(in_memory_dataset_fn(batches, repeat=True), BATCH_SIZE, 5,
                                init_checkpoint=init)
-    assert len(_messages(info_logs, "evaluation:")) == 5
+    assert len(_messages(info_logs, "evaluation:")) == 1 + 5  # the tracing, each batch
     results.pop("global_step")
     assert results == one_call
 
@@ -208,6 +211,39 @@ def test_eval_chunks_reach_each_log_step_and_fit_in_10_seconds(tmp_path):
     assert trainer._next_eval_chunk(495, 500, 0.001) == 5        # the rest
 
 
+def test_train_chunks_reach_each_log_step_and_fit_in_10_seconds(tmp_path):
+    trainer = _pretraining_trainer(tmp_path, log_steps=100)
+    trainer.checkpoints.save_checkpoints_steps = 1000
+    assert trainer._next_chunk(0, 500, 1000, None) == 1          # the first times a step
+    assert trainer._next_chunk(1, 500, 1000, 0.001) == 99        # up to step 100
+    assert trainer._next_chunk(1, 500, 1000, 1.0) == 10          # 1 s a step: 10 s
+    assert trainer._next_chunk(100, 500, 1000, 30.0) == 1        # slower than 10 s: one
+    assert trainer._next_chunk(495, 500, 1000, 0.001) == 5       # the rest
+    assert trainer._next_chunk(10, 500, 20, 0.001) == 20         # iterations_per_loop
+
+
+def test_training_says_it_traces_then_logs_slow_steps_one_by_one(tmp_path, info_logs,
+                                                                  monkeypatch):
+    """A run shorter than log_steps is not silent until its end: a line before the
+    first call (the tracing), one after the first step, then one at least every
+    10 s (here a 0 s bound: every step)."""
+    init = write_init_checkpoint(tiny_config(), str(tmp_path / "init" / "bert_model.ckpt"))
+    monkeypatch.setattr(item_progress, "PROGRESS_SECONDS", 0.0)
+    trainer = _pretraining_trainer(tmp_path / "out", log_steps=100)
+    history = trainer.train(in_memory_dataset_fn(random_batches(3, seed=5)), BATCH_SIZE, 3,
+                            1e-3, 1, init_checkpoint=init)
+    lines = [r.getMessage() for r in info_logs.records if r.name == "absl"]
+    steps = [l for l in lines if re.match(r"step \d+/3: loss = ", l)]
+    assert [l.split(":")[0] for l in steps] == ["step 1/3", "step 2/3", "step 3/3"]
+    assert [len(h["losses"]) for h in history] == [1, 1, 1]
+    tracing = lines.index("training: tracing the step (its first call builds the graph; the "
+                          "next progress line comes after it)")
+    assert tracing < lines.index(steps[0])
+    # The first loop's time is mostly the tracing: no ETA from it.
+    assert steps[0].endswith("ETA ? (this loop traced the step)")
+    assert re.search(r"ETA \d+s$", steps[1]) and steps[2].endswith("ETA 0s")
+
+
 def test_predict_logs_every_log_steps_and_every_10_seconds(tmp_path, info_logs, monkeypatch):
     examples = random_examples(10, seed=4)
     trainer = training.Trainer(distribute.get_strategy("off"),
@@ -215,6 +251,9 @@ def test_predict_logs_every_log_steps_and_every_10_seconds(tmp_path, info_logs, 
                                log_steps=2)
     trainer.predict(finite_input(examples, 2))  # 5 steps of 2 examples
     lines = _messages(info_logs, "predict:")
+    assert lines[0] == ("predict: tracing the step (its first call builds the graph; the "
+                        "next progress line comes after it)")
+    lines = lines[1:]
     assert [re.match(r"predict: (\d+)/10 examples, ", l).group(1) for l in lines] == [
         "4", "8", "10"]
     assert "ETA" in lines[0] and "elapsed" in lines[0] and lines[-1].endswith(", done")
@@ -224,7 +263,7 @@ def test_predict_logs_every_log_steps_and_every_10_seconds(tmp_path, info_logs, 
     trainer.log_steps = 100
     info_logs.clear()
     trainer.predict(finite_input(examples, 2))
-    assert len(_messages(info_logs, "predict:")) == 5
+    assert len(_messages(info_logs, "predict:")) == 5  # traced once, by the first call
 
 
 # ----------------------------------------------------------------- writing features

@@ -23,6 +23,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf import logs
+from bert_tf import item_progress
 from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
 from bert_tf.pretrained import from_pretrained
@@ -72,6 +73,10 @@ class StepProgress(keras.callbacks.Callback):
     def __init__(self, total):
         super().__init__()
         self.progress = ItemProgress("training", total=total, unit="steps")
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch == 0:
+            item_progress.log_tracing(self.progress.what)
 
     def on_train_batch_end(self, batch, logs=None):
         self.progress.add(1, detail="loss %.4f" % float((logs or {}).get("loss", 0.0)))

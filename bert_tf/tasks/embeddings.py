@@ -41,6 +41,7 @@ from absl import logging
 from bert_tf import fileio
 from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
+from bert_tf.item_progress import log_tracing
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
 from bert_tf.tasks.base import WeightedAccuracyTask
@@ -359,11 +360,14 @@ class SentenceEmbedder(TaskModel, keras.Model):
         hidden = self.config.hidden_size
         if not texts:
             return np.zeros([0, hidden], np.float32)
+        traced = "_encode_function_" in self.__dict__
         encode_batch = self._encode_function()
         rows = []
         num_batches = -(-len(texts) // batch_size)
         progress = (ItemProgress("encode", total=len(texts), unit="texts")
                     if num_batches > _PROGRESS_BATCHES else None)
+        if progress is not None and not traced:
+            log_tracing(progress.what)
         for start in range(0, len(texts), batch_size):
             batch = texts[start:start + batch_size]
             rows.append(encode_batch(tf.constant(batch, tf.string)).numpy())

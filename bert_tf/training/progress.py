@@ -41,11 +41,17 @@ class TrainProgress(object):
         self.writer = (tf.summary.create_file_writer(output_dir) if output_dir
                        else tf.summary.create_noop_writer())
 
-    def record(self, step, losses, elapsed, learning_rate, train_metrics):
-        """Logs and summarizes one host loop that ended at `step`; returns its record."""
+    def record(self, step, losses, elapsed, learning_rate, train_metrics, traced=False):
+        """Logs and summarizes one host loop that ended at `step`; returns its record.
+
+        `traced`: the loop was the step's first call, its time mostly the tracing:
+        no ETA from it (the line says so).
+        """
         steps_per_sec = len(losses) / max(elapsed, 1e-9)
         examples_per_sec = steps_per_sec * self.train_batch_size
         remaining = (self.num_train_steps - step) / steps_per_sec if steps_per_sec else None
+        eta = ("? (this loop traced the step)" if traced and step < self.num_train_steps
+               else format_duration(remaining))
         record = {"step": step, "losses": losses, "loss": float(losses.mean()),
                   "learning_rate": learning_rate, "steps_per_sec": steps_per_sec,
                   "examples_per_sec": examples_per_sec}
@@ -55,7 +61,7 @@ class TrainProgress(object):
             "elapsed %s, ETA %s", step, self.num_train_steps, record["loss"],
             "".join("%s = %.4g, " % (k, v) for k, v in sorted(train_metrics.items())),
             learning_rate, steps_per_sec, examples_per_sec,
-            format_duration(time.time() - self.start_time), format_duration(remaining))
+            format_duration(time.time() - self.start_time), eta)
         with self.writer.as_default(step=step):
             scalar_summary("loss", record["loss"])
             scalar_summary("learning_rate", learning_rate)

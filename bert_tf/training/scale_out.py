@@ -114,7 +114,7 @@ class ScaleOut(object):
     log_steps: int = option(
         LOG_STEPS,
         "Log progress (steps/s, examples/s, ETA) and write summaries at "
-        "least every this many steps.")
+        "least every this many steps (and at least every 10 s on one worker).")
     gradient_checkpointing: bool = option(
         False,
         "Recompute each Transformer layer's activations in the backward pass "

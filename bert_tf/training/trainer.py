@@ -20,7 +20,8 @@ does what it did for `run_pretraining.py`, `run_classifier.py` and
 New: no work on padding (each batch cut after its longest row, see
 `bert_tf.training.steps`), mixed precision (`bf16` / `fp16` with dynamic loss
 scaling), XLA, exact gradient accumulation, a NaN/Inf stop, progress logs every `log_steps`
-steps (steps/s, examples/s, ETA) and TensorBoard summaries in `output_dir`
+steps and at least every 10 s (steps/s, examples/s, ETA; a line before a
+step's first call, which traces it) and TensorBoard summaries in `output_dir`
 (train) and `output_dir/eval`. A bad input record (the pipeline checks every
 record, see `bert_tf.data.input_pipeline`) stops training, evaluation or
 prediction with a one-line `UserError` naming its file and number.
@@ -145,7 +146,8 @@ class Trainer(object):
       mixed_precision: None | "bf16" | "fp16".
       use_xla: bool; compiles each replica's forward and backward pass with XLA.
       keep_checkpoint_max: how many `model.ckpt-N` to keep (the Estimator's 5).
-      log_steps: log progress (and write summaries) at least every this many steps.
+      log_steps: log progress (and write summaries) at least every this many steps
+        (and at least every 10 s: a host loop ends when its steps would take longer).
       seed: None (the default: unseeded, as the original) or an int >= 0 for a
         reproducible run that resumes exactly (`--seed`): the initial weights
         are drawn from it, dropout masks are keyed by (seed, global_step,
@@ -289,11 +291,27 @@ class Trainer(object):
                 self.strategy, self.task, replica_step, stop_flag=self._stop_flag)
         return self._train_loops[num_accumulation_steps]
 
-    def _next_chunk(self, step, num_train_steps, iterations_per_loop):
-        """Steps in the next host loop: it ends at each save and each log boundary."""
+    def _next_chunk(self, step, num_train_steps, iterations_per_loop, seconds_per_step=None):
+        """Steps in the next host loop: it ends at each save and each log boundary.
+
+        And, as evaluation's chunks (`_time_bound`): one step first (it times
+        a step, the tracing included), then no more steps than fit in 10 s.
+        """
         to_next_log = (step // self.log_steps + 1) * self.log_steps - step
-        return min(iterations_per_loop, self.checkpoints.steps_to_next_save(step), to_next_log,
-                   num_train_steps - step)
+        chunk = min(iterations_per_loop, self.checkpoints.steps_to_next_save(step), to_next_log,
+                    num_train_steps - step)
+        return self._time_bound(chunk, seconds_per_step)
+
+    def _time_bound(self, chunk, seconds_per_step):
+        """`chunk` cut to what fits in `item_progress.PROGRESS_SECONDS` (a line at least that
+        often); 1 before a step was timed (`seconds_per_step` None). Multi-worker: `chunk`
+        as it is, so every worker runs the same host loops (their collectives pair up)."""
+        if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            return chunk
+        if seconds_per_step is None:
+            return min(chunk, 1)  # times a step (and the trace) before the first long call
+        fit = int(item_progress.PROGRESS_SECONDS / max(seconds_per_step, 1e-9))
+        return max(1, min(chunk, fit))
 
     def _check_finite(self, losses, step):
         bad = np.flatnonzero(~np.isfinite(losses))
@@ -411,6 +429,7 @@ class Trainer(object):
         if self.seed is not None and step:
             dataset_fn = _resumed_input(dataset_fn, step)
         iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
+        traced = num_accumulation_steps in self._train_loops
         train_loop = self._train_loop(num_accumulation_steps)
         progress = TrainProgress(self.output_dir if self.is_chief else None, num_train_steps,
                                  train_batch_size)
@@ -418,6 +437,7 @@ class Trainer(object):
         schedule = optimization.WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps)
         history, first_step = [], step
         stop_early = False
+        seconds_per_step = None
         if best_checkpoint is not None and step and best_checkpoint.due(step):
             # Resumed at an evaluation's step (a run stopped right before it).
             stop_early = self._dev_evaluation(best_checkpoint, step)
@@ -425,11 +445,16 @@ class Trainer(object):
         # on TPU only; here every device runs the steps of a host loop inside
         # one tf.function, and a loop also ends at each multiple of
         # save_checkpoints_steps (checkpoints land exactly on those steps) and
-        # of log_steps (progress shows at least that often).
+        # of log_steps, and within 10 s (progress shows at least that often).
         while step < num_train_steps and not stop_early:
-            chunk = self._next_chunk(step, num_train_steps, iterations_per_loop)
+            chunk = self._next_chunk(step, num_train_steps, iterations_per_loop,
+                                     seconds_per_step)
             if best_checkpoint is not None:
                 chunk = min(chunk, best_checkpoint.steps_to_next(step))
+            tracing = not traced
+            if tracing:
+                item_progress.log_tracing("training")
+                traced = True
             loop_start = time.time()
             # A bad input record (checked in tf.data) stops the run with one line,
             # and so does a lost worker of a multi-worker job.
@@ -442,11 +467,14 @@ class Trainer(object):
             self._check_finite(losses, step)
             new_step = int(self.base_optimizer.iterations.numpy())
             steps_done, step = new_step - step, new_step
+            if steps_done:
+                seconds_per_step = (time.time() - loop_start) / steps_done
             self.global_step = step
             train_metrics = self.task.train_metrics({k: float(v) for k, v in metric_sums.items()})
             if len(losses):
                 history.append(progress.record(step, losses, time.time() - loop_start,
-                                               float(schedule(max(step - 1, 0))), train_metrics))
+                                               float(schedule(max(step - 1, 0))), train_metrics,
+                                               traced=tracing))
             if steps_done and (self.checkpoints.due(step) or step >= num_train_steps):
                 self.save(step)
             if bool(stopped):  # a stop request, here or on another worker
@@ -523,6 +551,8 @@ class Trainer(object):
         if self._eval_loop is None:
             self._eval_loop = steps_lib.build_eval_loop(self.strategy, self.task, self.model,
                                                         trim_padding=self.trim_padding)
+            if num_steps:
+                item_progress.log_tracing("evaluation")
         start = time.time()
         iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
         progress = item_progress.ItemProgress("evaluation", num_steps, "batches",
@@ -571,12 +601,7 @@ class Trainer(object):
         runs the same chunks (their collectives pair up).
         """
         chunk = min(self.log_steps - done % self.log_steps, num_steps - done)
-        if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
-            return chunk
-        if seconds_per_step is None:
-            return 1  # times a step (and the trace) before the first long call
-        fit = int(item_progress.PROGRESS_SECONDS / max(seconds_per_step, 1e-9))
-        return max(1, min(chunk, fit))
+        return self._time_bound(chunk, seconds_per_step)
 
     def _eval_input(self, data, batch_size, max_eval_steps):
         if batch_size is None or batch_size < 1 or batch_size % self.strategy.num_replicas_in_sync:
@@ -616,6 +641,8 @@ class Trainer(object):
         if self._predict_step is None:
             self._predict_step = steps_lib.build_predict_step(
                 self.strategy, self.task, self.model, trim_padding=self.trim_padding)
+            if data.num_steps:
+                item_progress.log_tracing("predict")
         iterator = iter(self.strategy.distribute_datasets_from_function(data.dataset_fn))
         rows = []
         # A line every log_steps steps, and at least every 10 s.
