@@ -22,7 +22,7 @@ every text of the mixed batch against `serve_features` on FullTokenizer's
 features of the text's first `max_text_bytes` bytes (Python's own cut and
 decoding); every other signature's rows in the mixed batch against each
 text alone; ner's words and offsets against `ner_data.split_words`; squad's
-windows against the bound the cap gives.
+windows against the bound the cap gives, ner's against its `max_windows`.
 
 The cap itself (`graph_tokenizer.cut_texts`, fast): the first bytes
 decoded as Python decodes them, over every 2-byte string, the 3-byte ones
@@ -46,6 +46,7 @@ from bert_tf import tokenization
 from bert_tf.data import ner_data
 from bert_tf.data.text_features import build_pair_features
 from bert_tf.errors import UserError
+from bert_tf.export import ner as ner_export
 from bert_tf.tokenization import graph_tokenizer
 from tests import export_cache
 from tests.test_export import SEQ_LENGTH
@@ -55,6 +56,10 @@ from tests.tools import toolrun
 CAP = graph_tokenizer.DEFAULT_MAX_TEXT_BYTES  # the exports' (the default)
 MIB = 1 << 20
 DOC_STRIDE = export_cache.DOC_STRIDE
+# The most sub-tokens of a text the ner export reads: its max_windows windows (64 of 30
+# tokens, 16 apart: 1,038).
+NER_WINDOW_TOKENS = ner_export.max_window_tokens(ner_export.DEFAULT_MAX_WINDOWS, SEQ_LENGTH,
+                                                 DOC_STRIDE)
 MAX_QUERY_LENGTH = export_cache.MAX_QUERY_LENGTH
 # Bounds per request on 2 shared cores (measured: at most about 1.5 s and
 # 200 MB; without the cap the 1 MiB text takes squad and ner over 20 s and
@@ -351,13 +356,42 @@ def test_ner_words_are_python_s_words_of_the_first_bytes(served):
     for i, text in enumerate(texts):
         words = ner_data.split_words(text[:CAP].decode("utf-8", "replace"))
         n = got["num_words"][i]
+        # The words that fit in max_windows windows (the 1 MiB text's first ones).
+        words = words[:NER_WINDOW_TOKENS] if i == 1 else words
         assert n == len(words), i
         assert [w.decode("utf-8") for w in got["words"][i][:n]] == [w for w, _, _ in words], i
         assert got["word_start"][i][:n].tolist() == [s for _, s, _ in words], i
         assert got["word_end"][i][:n].tolist() == [e for _, _, e in words], i
         for entity in got["entity_texts"][i][:got["num_entities"][i]]:
             entity.decode("utf-8")  # valid UTF-8, whatever the bytes in
-    assert got["num_words"][1] == CAP  # the 1 MiB text: one word per byte of its first CAP
+    # The 1 MiB text: one word (and sub-token) per byte, as many as max_windows windows hold.
+    assert got["num_words"][1] == NER_WINDOW_TOKENS < CAP
+
+
+def _windows(num_tokens, max_tokens, stride):
+    """run_squad's number of windows of `num_tokens` sub-tokens (`doc_spans`)."""
+    return 1 if num_tokens <= max_tokens else 1 + -(-(num_tokens - max_tokens) // stride)
+
+
+@pytest.mark.slow
+def test_max_windows_bounds_ner_s_windows(served):
+    """A text's windows through the model are at most max_windows: the 1 MiB text of
+    punctuation (65,536 sub-tokens in the cap, 4,096 windows of the test export, over 500
+    of a 128-token model) runs 64; a text that fits is answered whole."""
+    loaded = served["loaded"]["ner"]
+    fn = loaded.signatures["serving_default"]
+    assert int(loaded.max_windows.numpy()) == ner_export.DEFAULT_MAX_WINDOWS == 64
+    max_tokens, stride = SEQ_LENGTH - 2, min(SEQ_LENGTH - 2, DOC_STRIDE)
+    assert _windows(CAP, max_tokens, stride) == 4096  # what the cap alone let through
+    fits = b"!" * NER_WINDOW_TOKENS
+    got = fn(text=tf.constant([LONG, fits, fits + b"!", b"a " * 3000]))["num_words"].numpy()
+    assert got.tolist() == [NER_WINDOW_TOKENS] * 3 + [NER_WINDOW_TOKENS]
+    assert _windows(NER_WINDOW_TOKENS, max_tokens, stride) == 64
+    assert _windows(NER_WINDOW_TOKENS + 1, max_tokens, stride) == 65
+    assert ner_export.max_window_tokens(1, SEQ_LENGTH, DOC_STRIDE) == max_tokens
+    _, seconds, _ = ask(fn, [LONG])
+    _, seconds_fits, _ = ask(fn, [fits])
+    print("ner: 1 MiB %.2f s, %d sub-tokens %.2f s" % (seconds, NER_WINDOW_TOKENS, seconds_fits))
 
 
 @pytest.mark.slow
@@ -388,4 +422,20 @@ def test_a_bad_max_text_bytes_is_one_line_and_writes_nothing(served, tmp_path, v
     # The tool's own flags, parsed as the command line parses them (its exit status 2 and
     # one `error:` line for a UserError: tests/tools/test_export_saved_model_tool.py).
     assert toolrun.user_errors_here("export_saved_model", [("bad", flags)]) == {"bad": message}
+    assert not export_dir.exists()
+
+
+@pytest.mark.slow
+def test_a_bad_max_windows_is_one_line_and_writes_nothing(served, tmp_path):
+    files = served["files"]
+    export_dir = tmp_path / "models"
+    flags = ["--bert_config_file=" + files["config_file"], "--vocab_file=" + files["vocab"],
+             "--do_lower_case=true", "--init_checkpoint=" + files["finetuned"],
+             "--max_seq_length=%d" % SEQ_LENGTH, "--export_dir=%s" % export_dir]
+    argvs = [("zero", ["--task_name=ner", "--max_windows=0"] + flags),
+             ("not ner", ["--task_name=MRPC", "--max_windows=8"] + flags)]
+    assert toolrun.user_errors_here("export_saved_model", argvs) == {
+        "zero": "--max_windows=0: must be a positive integer (the windows of a text the model "
+                "runs on)",
+        "not ner": "--max_windows is for --task_name=ner (not MRPC)"}
     assert not export_dir.exists()

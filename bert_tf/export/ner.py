@@ -30,7 +30,12 @@ points (not cut from a copy of the text per word: memory in proportion to
 the text, not to its length times its words). With the tokenizer's
 `max_text_bytes` (an export's cap) only the first that many bytes of a text
 are read (`GraphTokenizer.cut_texts`), which bounds its words, tokens and
-windows.
+windows; and at most `max_windows` windows of a text run through the model
+(`DEFAULT_MAX_WINDOWS`): a text of more sub-tokens than fit in them is
+answered as its first words that do (`max_window_tokens`; `num_words` says
+how many), so a request costs at most batch x max_windows windows, whatever
+its texts hold (64 KiB of punctuation is 65,536 sub-tokens: over 500 windows
+of 128).
 """
 
 import tensorflow as tf
@@ -38,12 +43,31 @@ import tensorflow as tf
 from bert_tf.data import conlleval
 from bert_tf.data import ner_data
 from bert_tf.data import squad_windows
+from bert_tf.errors import UserError
 from bert_tf.export import serving_module
 
 # conlleval's tags, as codes: "O", "B", "I", "E", "S", ".", anything else.
 _TAG_CODES = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4, ".": 5}
 _OTHER_TAG = 6
 _O, _B, _I, _E, _S, _DOT = 0, 1, 2, 3, 4, 5
+
+# The windows of one text the model runs on, at most (--max_windows).
+DEFAULT_MAX_WINDOWS = 64
+
+
+def max_window_tokens(max_windows, max_seq_length, doc_stride):
+    """The most sub-tokens of a text that `max_windows` windows hold (run_squad's spans:
+    the first window max_seq_length - 2 tokens, each next one doc_stride more at most)."""
+    max_tokens = max_seq_length - 2
+    return max_tokens + (max_windows - 1) * min(max_tokens, doc_stride)
+
+
+def check_max_windows(max_windows, flag="--max_windows"):
+    """`max_windows` as an int, or a one-line UserError."""
+    if isinstance(max_windows, bool) or not isinstance(max_windows, int) or max_windows < 1:
+        raise UserError("%s=%r: must be a positive integer (the windows of a text the model "
+                        "runs on)" % (flag, max_windows))
+    return max_windows
 
 
 def _isin(x, codes):
@@ -77,12 +101,17 @@ class NerServingModule(serving_module.ModelServingModule):
       vocab_tokens: list of str, the vocab in id order ([CLS], [SEP], [UNK]).
       labels: list of str, each label id's label (labels.txt).
       max_seq_length, doc_stride: the windows, as bert-run-ner's.
+      max_windows: the most windows of one text the model runs on; a longer
+        text is answered as its first words that fit in them.
     """
 
     def __init__(self, model, tokenizer, vocab_tokens, labels, max_seq_length, doc_stride,
-                 name="ner_serving"):
+                 max_windows=DEFAULT_MAX_WINDOWS, name="ner_serving"):
         super().__init__(model, tokenizer, max_seq_length, name=name)
         self.doc_stride = tf.Variable(int(doc_stride), trainable=False, name="doc_stride")
+        max_windows = check_max_windows(max_windows)
+        self.max_windows = tf.Variable(max_windows, trainable=False, name="max_windows")
+        self._max_window_tokens = max_window_tokens(max_windows, max_seq_length, doc_stride)
         self.labels = tf.Variable(list(labels), trainable=False, name="labels")
         self._doc_stride = int(doc_stride)
         vocab = {token: i for i, token in enumerate(vocab_tokens)}
@@ -130,6 +159,15 @@ class NerServingModule(serving_module.ModelServingModule):
         cps, word_text, char_start, char_end = self._words(text)
         words = _encode_spans(cps, word_text, char_start, char_end)  # [W]
         pieces = self.tokenizer.tokenize(words)  # [W, (pieces)]
+        # A text's words whose sub-tokens fit in max_windows windows, the rest dropped.
+        word_tokens = tf.maximum(tf.cast(pieces.row_lengths(), tf.int32), 1)  # [W]
+        text_start = tf.cumsum(tf.math.unsorted_segment_sum(word_tokens, word_text, batch_size),
+                               exclusive=True)  # [B]
+        keep = (tf.cumsum(word_tokens) - tf.gather(text_start, word_text)
+                <= self._max_window_tokens)  # [W]: the word's last sub-token fits
+        words, word_text, char_start, char_end = (
+            tf.boolean_mask(x, keep) for x in (words, word_text, char_start, char_end))
+        pieces = tf.ragged.boolean_mask(pieces, keep)
         lengths = tf.cast(pieces.row_lengths(), tf.int32)
         # A word of no token is one [UNK] (as ner_data.word_pieces).
         dense = tf.concat([pieces.to_tensor(default_value=self._unk_id),

@@ -76,7 +76,9 @@ and (classifier) `labels` as variables, and `vocab_file` as the asset.
                      word_start, word_end int32 (character offsets), num_words;
                      entity_types, entity_texts string [batch, entities],
                      entity_start, entity_end int32, num_entities (conlleval's chunks);
-                     sentences longer than max_seq_length in doc_stride windows
+                     sentences longer than max_seq_length in doc_stride windows,
+                     at most max_windows (64) a text: a longer text is answered as
+                     its first words that fit in them
 
 `squad` dispatches to `bert_tf.export.squad.SquadServingModule`, `fill_mask` to
 `bert_tf.export.fill_mask.FillMaskServingModule`, `ner` to
@@ -107,6 +109,7 @@ from bert_tf.data import ner_data
 from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.export import hub
+from bert_tf.export import ner as ner_export
 from bert_tf.export import onnx as onnx_export
 from bert_tf.export import quantize as quantize_lib
 from bert_tf.export import serving_module
@@ -715,7 +718,7 @@ def export_saved_model(task_name=None, bert_config_file=None, vocab_file=None,
                        max_answer_length=30, mixed_precision=None, top_k=5, pooling=None,
                        normalize=None, multi_label=False, multi_label_threshold=0.5,
                        data_dir=None, max_text_bytes=graph_tokenizer.DEFAULT_MAX_TEXT_BYTES,
-                       quantize=None):
+                       quantize=None, max_windows=None):
     """Exports a checkpoint as `export_dir/<version>/` (see the module docstring).
 
     Every input is checked before anything is written: the export directory,
@@ -772,6 +775,9 @@ def export_saved_model(task_name=None, bert_config_file=None, vocab_file=None,
         (those tasks and multiple_choice), model.onnx in int8 by ONNX
         Runtime's dynamic quantization, beside the float32 ONNX export's
         files (`bert_tf.export.onnx.quantize_int8`; onnxruntime needed).
+      max_windows: task "ner" only: the most windows of one text the model
+        runs on (None: `bert_tf.export.ner.DEFAULT_MAX_WINDOWS`, 64); a
+        longer text is answered as its first words that fit in them.
 
     Returns:
       str, the version directory written.
@@ -836,6 +842,11 @@ def export_saved_model(task_name=None, bert_config_file=None, vocab_file=None,
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError("--top_k=%r: must be a positive integer" % (top_k,))
     max_text_bytes = graph_tokenizer.check_max_text_bytes(max_text_bytes, "--max_text_bytes")
+    if max_windows is not None and kind != NER:
+        raise UserError("--max_windows is for --task_name=%s (not %s)" % (NER, task_name))
+    if kind == NER:
+        max_windows = ner_export.check_max_windows(
+            ner_export.DEFAULT_MAX_WINDOWS if max_windows is None else max_windows)
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     tokenization.check_vocab(vocab_file, config, bert_config_file)
     prefix = checkpoint_lib.resolve_checkpoint(init_checkpoint)
@@ -914,7 +925,8 @@ def export_saved_model(task_name=None, bert_config_file=None, vocab_file=None,
             signatures = module.signatures()
         elif kind == NER:
             module = NerServingModule(model, tokenizer, list(tokenization.load_vocab(vocab_file)),
-                                      labels, max_seq_length, doc_stride)
+                                      labels, max_seq_length, doc_stride,
+                                      max_windows=max_windows)
             signatures = module.signatures()
         elif kind == EMBEDDINGS:
             module = EmbeddingsServingModule(model, tokenizer, max_seq_length, vocab_file,

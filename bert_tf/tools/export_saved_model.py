@@ -134,6 +134,12 @@ FLAGS = (
                    "features, a longer one those of its first max_text_bytes bytes; it bounds "
                    "each text's time, memory and (--doc_stride, squad, ner) windows. Not "
                    "applied to --format=tfhub."),
+    groups.integer("max_windows", None,
+                   "task_name=ner: the most windows of one text the model runs on (each "
+                   "--max_seq_length tokens, --doc_stride apart); a text of more sub-tokens "
+                   "is answered as its first words that fit in them (num_words says how "
+                   "many). It bounds a request's cost at its batch times max_windows "
+                   "windows. Default: 64."),
     # SQuAD (task_name=squad): the flags of run_squad.py; --doc_stride for ner and a
     # classifier too.
     groups.with_help(
