@@ -5,7 +5,8 @@ importing `bert_tf.tokenization`, `bert_tf.modeling.config`, `bert_tf.fileio` or
 `bert_tf.data` text modules imports neither TensorFlow nor Keras (validating a
 `BertConfig` loads Keras, for its activation names). The model-side modules
 select Keras' TensorFlow backend when they load (`bert_tf._backend`).
-`TF_CPP_MIN_LOG_LEVEL` defaults to 2 (TensorFlow's C++ warnings off).
+`TF_CPP_MIN_LOG_LEVEL` defaults to 2 (TensorFlow's C++ warnings off), and
+TensorFlow's start-up lines are filtered while it starts (`bert_tf.tf_stderr`).
 """
 
 import importlib as _importlib
@@ -17,8 +18,9 @@ __version__ = "0.2.0"
 # optimization", XLA's start-up notes, the CPU feature guard) stay hidden
 # unless the environment asks for them: TensorFlow reads this when it loads,
 # and every bert_tf module that loads it loads this package first. (The few
-# lines TensorFlow writes while loading, before its logging starts, show
-# anyway; the tools filter those too: `bert_tf.tools.tf_logs`.)
+# lines TensorFlow writes while loading, before its logging starts, it ignores:
+# `bert_tf._backend` starts TensorFlow through a filter on stderr for those,
+# `bert_tf.tf_stderr`, and the tools filter their whole run.)
 # (Whether the value is this default, not the user's: the tools' --verbosity=1
 # lowers it.)
 _tf_log_level_defaulted = "TF_CPP_MIN_LOG_LEVEL" not in _os.environ

@@ -2,7 +2,8 @@
 
 Every bert_tf module that imports keras imports this module first: it makes
 KERAS_BACKEND default to "tensorflow" before Keras reads it, and stops with
-one ImportError if Keras would run (or runs) on another backend. The modules
+one ImportError if Keras would run (or runs) on another backend. TensorFlow
+starts here, its start-up lines on stderr filtered (`bert_tf.tf_stderr`). The modules
 that need no Keras (tokenization, config, fileio, errors, the data package's
 text modules) do not import it, so importing them leaves the environment and
 Keras alone.
@@ -35,6 +36,15 @@ def _check(backend):
 # Checked before `import keras` too: another backend's package may be missing.
 _check(_backend_in_use())
 
-import keras  # noqa: E402
+from bert_tf import tf_stderr  # noqa: E402
+
+# TensorFlow starts here (importing Keras imports it; listing the devices starts CUDA,
+# which TensorFlow's first op would do anyway, and leaves them configurable): its
+# start-up notes and the expected cuInit failure filtered off descriptor 2, as the
+# tools filter them (`bert_tf.tf_stderr`), unless TF_CPP_MIN_LOG_LEVEL is 0 or 1.
+with tf_stderr.tensorflow_start():
+    import keras  # noqa: E402
+    import tensorflow as _tf  # noqa: E402
+    _tf.config.list_physical_devices()
 
 _check(keras.config.backend())

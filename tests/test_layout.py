@@ -23,7 +23,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYERS = (
     ("ground", ("bert_tf/__init__.py", "bert_tf/_backend.py", "bert_tf/errors.py",
                 "bert_tf/fileio.py", "bert_tf/item_progress.py", "bert_tf/locks.py",
-                "bert_tf/logs.py", "bert_tf/options.py")),
+                "bert_tf/logs.py", "bert_tf/options.py", "bert_tf/tf_stderr.py")),
     ("tokenization", ("bert_tf/tokenization/",)),
     ("modeling", ("bert_tf/modeling/",)),
     ("data", ("bert_tf/data/",)),
@@ -237,8 +237,9 @@ def test_no_import_through_importlib():
 def test_the_graph_is_no_deeper_than_the_floors():
     """A clone's script, its tool, its run, from_pretrained, a task model (one built on
     another: the multiple-choice task on the classifier's), BertModel, three layer modules,
-    the ground: 11 levels."""
-    assert report()["depth"] <= 11
+    the ground two deep (`_backend`, which starts TensorFlow through `tf_stderr`'s filter):
+    12 levels."""
+    assert report()["depth"] <= 12
 
 
 # ----------------------------------------------------------------- WORKSPACE.md

@@ -245,3 +245,31 @@ def test_importing_bert_tf_turns_tensorflows_cpp_warnings_off_unless_asked(given
          "print(os.environ['TF_CPP_MIN_LOG_LEVEL'], 'tensorflow' in sys.modules)"],
         env=env, capture_output=True, text=True, timeout=60)
     assert result.stdout.split() == [want, "False"], result.stderr
+
+
+@pytest.mark.parametrize("given", [None, "2", "0"])
+def test_a_program_that_imports_bert_tf_sees_no_tensorflow_start_up_lines(given):
+    """TensorFlow starts in `bert_tf._backend` through the tools' line filter: no start-up
+    notes, no "no CUDA driver" line, no cuInit failure on a machine without a GPU; the
+    program's own stderr passes, and TF_CPP_MIN_LOG_LEVEL=0 brings TensorFlow's lines back."""
+    env = dict(os.environ, PYTHONPATH=REPO)
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    env.pop("CUDA_VISIBLE_DEVICES", None)  # as a user's machine: cuInit tried, and failed
+    if given is not None:
+        env["TF_CPP_MIN_LOG_LEVEL"] = given
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys, threading, bert_tf\n"
+         "config = bert_tf.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=1, "
+         "num_attention_heads=4, intermediate_size=37)\n"
+         "model = bert_tf.BertModel(config)\n"
+         "import numpy as np\n"
+         "print(tuple(model(np.array([[5, 6, 7]]))['pooled_output'].shape))\n"
+         "print([t.name for t in threading.enumerate()])\n"
+         "sys.stderr.write('ours\\n')\n"],
+        env=env, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["(1, 32)", "['MainThread']"]  # the filter is gone
+    if given == "0":
+        assert "absl::InitializeLog" in result.stderr, result.stderr
+        return
+    assert result.stderr == "ours\n"
