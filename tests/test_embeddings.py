@@ -325,6 +325,8 @@ def test_the_tools_bad_input_is_one_line_naming_file_and_line_and_writes_nothing
     wide.write_text("a\tb\tc\n")
     empty = tmp_path / "empty.tsv"
     empty.write_text("")
+    good = tmp_path / "good.tsv"
+    good.write_text("red apple\tgreen apple\n")
     full = tmp_path / "full"
     full.mkdir()
     (full / "keep.txt").write_text("x")
@@ -336,7 +338,7 @@ def test_the_tools_bad_input_is_one_line_naming_file_and_line_and_writes_nothing
         ("empty", common + ["--train_file=%s" % empty, "--output_dir=%s" % out]),
         ("missing", common + ["--train_file=%s" % (tmp_path / "nope.tsv"),
                               "--output_dir=%s" % out]),
-        ("not empty", common + ["--train_file=%s" % short, "--output_dir=%s" % full]),
+        ("not empty", common + ["--train_file=%s" % good, "--output_dir=%s" % full]),
         ("nothing to do", ["--init_checkpoint=%s" % release]),
         ("no output_file", ["--do_encode", "--init_checkpoint=%s" % release,
                             "--input_file=%s" % short]),
@@ -350,6 +352,31 @@ def test_the_tools_bad_input_is_one_line_naming_file_and_line_and_writes_nothing
     assert errors["no output_file"] == "--do_encode needs --output_file"
     assert all("\n" not in e for e in errors.values()), errors
     assert not out.exists() and os.listdir(full) == ["keep.txt"]
+
+
+def test_a_bad_pairs_file_is_one_line_before_tensorflow_loads(tmp_path):
+    """The tool reads its files before it imports the run (and TensorFlow with it): a bad
+    one is one line in a fraction of a second, not after TensorFlow's start."""
+    import subprocess
+    import sys
+    from tests.tools.toolrun import REPO_ROOT
+    from tests.tools.toolrun import tool_env
+    short = tmp_path / "short.tsv"
+    short.write_text("red apple\tgreen apple\nonly one column\n")
+    code = ("import sys\nfrom bert_tf.tools import run_embeddings\n"
+            "rc = run_embeddings.main(['run_embeddings'] + sys.argv[1:])\n"
+            "print(rc, 'tensorflow' in sys.modules)\n")
+    # --verbosity=1: no stderr filter, so main returns its status where TensorFlow
+    # has not loaded (after it has, it ends the process at once).
+    result = subprocess.run(
+        [sys.executable, "-c", code, "--verbosity=1", "--do_train",
+         "--init_checkpoint=%s" % (tmp_path / "model"), "--train_file=%s" % short,
+         "--output_dir=%s" % (tmp_path / "out")],
+        cwd=REPO_ROOT, env=tool_env(), capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["2", "False"], (result.stdout, result.stderr[-3000:])
+    assert result.stderr.splitlines()[-1] == (
+        "error: %s:2: 1 column(s); a line is anchor<TAB>positive" % short)
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_command_line_help_and_a_bad_flag():

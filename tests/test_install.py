@@ -41,7 +41,7 @@ LIGHT_MODULES = (
     "bert_tf.data.demo_corpus", "bert_tf.data.text_features", "bert_tf.data.classifier_data",
     "bert_tf.data.classifier_processors",
     "bert_tf.data.squad_data", "bert_tf.data.squad_predictions", "bert_tf.data.squad_windows",
-    "bert_tf.data.squad_evaluate",
+    "bert_tf.data.squad_evaluate", "bert_tf.data.ner_data", "bert_tf.data.embedding_data",
     "bert_tf.modeling", "bert_tf.tokenization.full_tokenizer", "bert_tf.tokenization.vocab",
     "bert_tf.tokenization.pair_features", "bert_tf.runs",
     "bert_tf.runs.create_pretraining_data",

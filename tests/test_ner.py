@@ -414,6 +414,25 @@ def test_bad_input_gives_one_line_errors_before_anything_is_written(files):
         assert not (files["tmp"] / ("bad_%d" % index)).exists(), name
 
 
+def test_a_bad_conll_file_is_one_line_before_tensorflow_loads(files):
+    """The tool reads the CoNLL files before it imports the run (and TensorFlow with it):
+    a bad file is one line in a fraction of a second, not after TensorFlow's start."""
+    data_dir = _copy_with(files, "early", lambda lines: lines.__setitem__(3, "Paris\n"))
+    output_dir = files["tmp"] / "early_out"
+    code = ("import sys\nfrom bert_tf.tools import run_ner\n"
+            "rc = run_ner.main(['run_ner'] + sys.argv[1:])\n"
+            "print(rc, 'tensorflow' in sys.modules)\n")
+    # --verbosity=1: no stderr filter, so main returns its status where TensorFlow
+    # has not loaded (after it has, it ends the process at once).
+    rc, out, err = toolrun.run([sys.executable, "-c", code, "--verbosity=1"]
+                               + _flags(files, output_dir, data_dir=data_dir))
+    assert rc == 0 and out.split() == ["2", "False"], (out, err[-3000:])
+    assert err.splitlines()[-1].startswith(
+        "error: %s line 4: 1 column, but a line holds a word and its label"
+        % os.path.join(data_dir, "dev.txt")), err
+    assert not output_dir.exists()
+
+
 @pytest.mark.slow
 def test_cli_exits_2_on_an_unseen_label(files):
     data_dir = _copy_with(files, "cli_unseen", lambda lines: lines.__setitem__(

@@ -119,6 +119,22 @@ def read_conll(path):
     return sentences
 
 
+def read_splits(data_dir, do_train, do_eval, do_predict, dev_while_training=False):
+    """{split: sentences} of the files a run reads: train.txt (do_train), dev.txt
+    (do_eval, or evaluation on it while training), test.txt (do_predict).
+
+    Light (no TensorFlow): `bert-run-ner` reads them before TensorFlow loads, so a
+    bad file is one line at once; `run_ner` reads them again for its run.
+
+    Raises:
+      UserError: as `read_conll`, for the first bad file (train, dev, test).
+    """
+    wanted = {"train": do_train, "dev": do_eval or (dev_while_training and do_train),
+              "test": do_predict}
+    return {split: read_conll(os.path.join(data_dir or "", FILES[split]))
+            for split in ("train", "dev", "test") if wanted[split]}
+
+
 def get_labels(sentences):
     """The label list of training sentences: "O" first (id 0), then the others sorted."""
     labels = {label for sentence in sentences for label in sentence.labels}

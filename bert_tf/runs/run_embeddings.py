@@ -24,47 +24,12 @@ from absl import logging
 from bert_tf import fileio
 from bert_tf import logs
 from bert_tf import item_progress
+from bert_tf.data.embedding_data import read_lines
+from bert_tf.data.embedding_data import read_pairs
 from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
 from bert_tf.pretrained import from_pretrained
 from bert_tf.training.optimization import create_optimizer
-
-
-def read_pairs(path, flag="train_file"):
-    """[(anchor, positive)] of a two-column TSV, or a one-line UserError naming the file and line.
-
-    A line is `anchor<TAB>positive`; a line with another number of columns,
-    or an empty column, and a file without pairs, are refused.
-    """
-    if not fileio.exists(path):
-        raise UserError("--%s=%s: no such file" % (flag, path))
-    pairs = []
-    with fileio.open_file(path) as f:
-        for number, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
-            columns = line.split("\t")
-            if len(columns) != 2:
-                raise UserError("%s:%d: %d column(s); a line is anchor<TAB>positive"
-                                % (path, number, len(columns)))
-            if not columns[0].strip() or not columns[1].strip():
-                raise UserError("%s:%d: an empty %s; a line is anchor<TAB>positive"
-                                % (path, number, "anchor" if not columns[0].strip()
-                                   else "positive"))
-            pairs.append((columns[0], columns[1]))
-    if not pairs:
-        raise UserError("%s: no pairs (the file is empty); a line is anchor<TAB>positive" % path)
-    return pairs
-
-
-def read_lines(path, flag="input_file"):
-    """The texts of a file, one a line (newlines stripped), or a one-line UserError."""
-    if not fileio.exists(path):
-        raise UserError("--%s=%s: no such file" % (flag, path))
-    with fileio.open_file(path) as f:
-        texts = [line.rstrip("\r\n") for line in f]
-    if not texts:
-        raise UserError("%s: no lines (the file is empty); it takes one text a line" % path)
-    return texts
 
 
 class StepProgress(keras.callbacks.Callback):

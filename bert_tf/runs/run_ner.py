@@ -91,15 +91,10 @@ def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=
 
     # Read every input before any TensorFlow op, so a bad file fails fast.
     paths = {split: os.path.join(data_dir or "", name) for split, name in ner_data.FILES.items()}
-    sentences = {}
-    if do_train:
-        sentences["train"] = ner_data.read_conll(paths["train"])
+    sentences = ner_data.read_splits(data_dir, do_train, do_eval, do_predict,
+                                     dev_while_training=dev_eval.enabled)
     label_list = _label_list(output_dir, init_checkpoint, sentences.get("train"),
                              paths["train"], overwrite_output_dir and do_train)
-    if do_eval or (dev_eval.enabled and do_train):
-        sentences["dev"] = ner_data.read_conll(paths["dev"])
-    if do_predict:
-        sentences["test"] = ner_data.read_conll(paths["test"])
     for split in ("dev", "test"):
         if split in sentences:
             ner_data.check_labels(sentences[split], label_list, paths[split])

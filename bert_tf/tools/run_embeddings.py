@@ -81,13 +81,23 @@ FLAGS = (
 )
 
 
+def read_files_first(values, positional):
+    """The pairs and texts the run reads, read before TensorFlow loads: a bad file is one
+    line at once, not after TensorFlow's start (run_embeddings reads them again)."""
+    from bert_tf.data import embedding_data
+    embedding_data.read_inputs(values["do_train"], values["train_file"], values["do_encode"],
+                               values["input_file"])
+    return positional
+
+
 def function():
     """The library function this tool calls (imported when it runs)."""
     from bert_tf.runs.run_embeddings import run_embeddings
     return run_embeddings
 
 
-TOOL = cli.Tool(__name__, function, FLAGS, required=("init_checkpoint",))
+TOOL = cli.Tool(__name__, function, FLAGS, required=("init_checkpoint",),
+                prepare=read_files_first)
 
 
 def main(argv=None):

@@ -51,13 +51,23 @@ FLAGS = groups.MODEL + (
 ) + groups.FINETUNING
 
 
+def read_files_first(values, positional):
+    """The CoNLL files the run reads, read before TensorFlow loads: a bad one is one line
+    at once, not after TensorFlow's start (run_ner reads them again)."""
+    from bert_tf.data import ner_data
+    ner_data.read_splits(values["data_dir"], values["do_train"], values["do_eval"],
+                         values["do_predict"], dev_while_training=bool(values["eval_every_steps"]))
+    return positional
+
+
 def function():
     """The library function this tool calls (imported when it runs)."""
     from bert_tf.runs.run_ner import run_ner
     return run_ner
 
 
-TOOL = cli.Tool(__name__, function, FLAGS, required=groups.FINETUNING_REQUIRED)
+TOOL = cli.Tool(__name__, function, FLAGS, required=groups.FINETUNING_REQUIRED,
+                prepare=read_files_first)
 
 
 def main(argv=None):
