@@ -29,10 +29,10 @@ at full length (`trim_padding=False`, as the original), `short rows cut` as
 the tools run it (each batch cut after its longest row, the encoder on the
 real tokens alone). Their FLOPs (and MFU) count the real tokens only.
 
-Training steps run in the Trainer's host loops: a first loop of
-`--warmup_steps` (tracing, XLA compilation) is not timed; the timed steps
-then run in loops of `--warmup_steps` steps each (the Trainer ends a host
-loop every `log_steps`), and seq/s is their examples over their summed
+Training steps run in the Trainer's host loops: the first `--warmup_steps`
+(tracing, XLA compilation) are not timed; the timed steps then run in loops
+of at most `--warmup_steps` steps each (the Trainer ends a host loop every
+`log_steps`, and within 10 s), and seq/s is their examples over their summed
 wall time (each loop ends by fetching its losses, so the device is done).
 The checkpoint the Trainer writes at the end is not timed.
 
@@ -265,8 +265,8 @@ def _train(strategy, task, features, args, batch_size, learning_rate, num_accumu
 
     total = args.warmup_steps + args.steps
     with tempfile.TemporaryDirectory() as output_dir:
-        # A host loop ends every log_steps: the first one (the warm-up, with the
-        # tracing and compilation) is left out of the timing.
+        # A host loop ends every log_steps (and within 10 s): the loops up to
+        # warmup_steps (the tracing and compilation in the first) are left out of the timing.
         trainer = training.Trainer(strategy, task, output_dir,
                                    mixed_precision=args.mixed_precision,
                                    use_xla=args.use_xla if use_xla is None else use_xla,
@@ -275,7 +275,7 @@ def _train(strategy, task, features, args, batch_size, learning_rate, num_accumu
                                 max(1, total // 10), save_checkpoints_steps=total,
                                 iterations_per_loop=total,
                                 num_accumulation_steps=num_accumulation_steps)
-    timed = history[1:]
+    timed = [h for h in history if h["step"] > args.warmup_steps]
     steps = sum(len(h["losses"]) for h in timed)
     seconds = sum(len(h["losses"]) / h["steps_per_sec"] for h in timed)
     return steps * batch_size / seconds, steps, seconds
