@@ -550,6 +550,25 @@ def register_processor(name, cls, replace=False):
     return cls
 
 
+def check_split_files(task_name, data_dir, do_train, do_eval, do_predict,
+                      dev_while_training=False):
+    """The files of the splits a run reads exist: `split_path`'s one-line error if not.
+
+    Light (no TensorFlow, nothing read): `bert-run-classifier` checks them
+    before TensorFlow loads, so a missing file is one line at once; the run
+    reads them (and checks their rows) itself. A task without a file for a
+    split (one that reads its files its own way) is left to the run.
+    """
+    if not data_dir:
+        return
+    processor = get_processor(task_name)
+    wanted = {"train": do_train, "dev": do_eval or (dev_while_training and do_train),
+              "test": do_predict}
+    for split in ("train", "dev", "test"):
+        if wanted[split] and split in processor.files:
+            processor.split_path(data_dir, split)
+
+
 def get_processor(task_name):
     """A new processor for `task_name` (lower-cased, as the original's main does).
 

@@ -48,6 +48,17 @@ import sys
 from bert_tf.tools import cli
 from bert_tf.tools import flag_groups as groups
 
+
+def check_files_first(values, positional):
+    """The task's data files exist, checked before TensorFlow loads: a missing one is one
+    line at once, not after TensorFlow's start."""
+    from bert_tf.data import classifier_processors
+    classifier_processors.check_split_files(
+        values["task_name"], values["data_dir"], values["do_train"], values["do_eval"],
+        values["do_predict"], dev_while_training=bool(values["eval_every_steps"]))
+    return positional
+
+
 def function():
     """The library function this tool calls (imported when it runs)."""
     from bert_tf.runs.run_classifier import run_classifier
@@ -56,7 +67,8 @@ def function():
 
 TOOL = cli.Tool(__name__, function, groups.MODEL + groups.CLASSIFIER + groups.MULTI_LABEL
                 + (groups.CLASSIFIER_DOC_STRIDE,),
-                required=("vocab_file", "bert_config_file") + groups.CLASSIFIER_REQUIRED)
+                required=("vocab_file", "bert_config_file") + groups.CLASSIFIER_REQUIRED,
+                prepare=check_files_first)
 
 
 def main(argv=None):

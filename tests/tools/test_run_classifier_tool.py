@@ -432,3 +432,28 @@ def test_cli_prints_error_and_exits_2_without_traceback(files):
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and errors[0].startswith("error: Task not found: snli (known: cola, ")
     assert not output_dir.exists()
+
+
+def test_a_missing_data_file_is_one_line_before_tensorflow_loads(tmp_path):
+    """The tool checks that the task's files exist before it imports the run (and
+    TensorFlow with it): a missing one is one line in a fraction of a second."""
+    code = ("import sys\nfrom bert_tf.tools import run_classifier\n"
+            "rc = run_classifier.main(['run_classifier'] + sys.argv[1:])\n"
+            "print(rc, 'tensorflow' in sys.modules)\n")
+    data_dir = tmp_path / "MRPC"
+    data_dir.mkdir()
+    (data_dir / "train.tsv").write_text("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n")
+    # --verbosity=1: no stderr filter, so main returns its status where TensorFlow
+    # has not loaded (after it has, it ends the process at once).
+    result = subprocess.run(
+        [sys.executable, "-c", code, "--verbosity=1", "--task_name=MRPC",
+         "--data_dir=%s" % data_dir, "--vocab_file=vocab.txt",
+         "--bert_config_file=bert_config.json", "--output_dir=%s" % (tmp_path / "out"),
+         "--do_train", "--do_eval"],
+        cwd=toolrun.REPO_ROOT, env=toolrun.tool_env(), capture_output=True, text=True,
+        timeout=120)
+    assert result.stdout.split() == ["2", "False"], (result.stdout, result.stderr[-3000:])
+    assert result.stderr.splitlines()[-1] == (
+        "error: --data_dir=%s: no dev.tsv (the MRPC task reads train.tsv, dev.tsv and test.tsv)"
+        % data_dir)
+    assert not (tmp_path / "out").exists()
