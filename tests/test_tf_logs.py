@@ -204,6 +204,9 @@ def test_a_tools_stderr_is_bert_tfs_progress_without_tensorflows_lines(model_dir
     _assert_no_tensorflow_lines(proc.stderr)
     assert re.search(r"extract_features.py:\d+\] Wrote 1 lines to ", proc.stderr), proc.stderr
     assert "extract_features: 1/1 examples" in proc.stderr
+    # The first call traces the model: said before it.
+    assert (proc.stderr.index("extract_features: tracing the step (its first call builds")
+            < proc.stderr.index("extract_features: 1/1 examples")), proc.stderr
     assert "*** Example ***" not in proc.stderr  # the original's dumps: --verbosity=1
 
 

@@ -21,6 +21,7 @@ from bert_tf import tokenization
 from bert_tf.data import text_features
 from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
+from bert_tf.item_progress import log_tracing
 from bert_tf.modeling import checkpoint
 from bert_tf.modeling import padding
 from bert_tf.modeling import precision
@@ -141,6 +142,8 @@ def predict_layers(model, features, layer_indexes, batch_size, jit_compile=False
 
     # A line every 50 batches, and at least every 10 s.
     progress = ItemProgress("extract_features", len(features), "examples", every=50 * batch_size)
+    if features:
+        log_tracing(progress.what)  # the first call traces _predict
     for begin in range(0, len(features), batch_size):
         batch = features[begin:begin + batch_size]
         arrays = [np.asarray([getattr(f, key) for f in batch], dtype=np.int32)
