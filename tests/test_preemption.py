@@ -299,8 +299,8 @@ def test_sigterm_after_a_resume_writes_the_newer_checkpoint(tmp_path, monkeypatc
 
     record = TrainProgress.record
 
-    def record_then_sigterm(progress, step, *args):
-        result = record(progress, step, *args)
+    def record_then_sigterm(progress, step, *args, **kwargs):
+        result = record(progress, step, *args, **kwargs)
         if step == 3:  # a step past the earlier checkpoint: SIGTERM to this process
             os.kill(os.getpid(), signal.SIGTERM)
         return result
