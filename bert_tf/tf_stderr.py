@@ -228,6 +228,7 @@ class StderrFilter(object):
         self._thread.join(timeout)
         if not self._thread.is_alive():
             os.close(self._real)  # the duplicate, once nothing is left to pass on
+        atexit.unregister(self.close)
 
 
 def gpus_hidden(environ):
