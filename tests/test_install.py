@@ -183,8 +183,11 @@ def test_make_setup_says_what_it_installs_before_pip_runs_quiet(tmp_path):
     (Run with `true` for Python and pip: the recipe's lines, nothing installed.)"""
     venv = tmp_path / "venv"
     venv.mkdir()
-    run = subprocess.run(["make", "-B", "setup", "VENV=%s" % venv, "PY=true", "PYTHON=true"],
-                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    # A make of its own (under `make test`, a sub-make would print its directory lines).
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    run = subprocess.run(["make", "--no-print-directory", "-B", "setup", "VENV=%s" % venv,
+                          "PY=true", "PYTHON=true"],
+                         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     said = lines.index("setup: installing the pinned requirements into %s (a few minutes the "

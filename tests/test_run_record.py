@@ -244,30 +244,51 @@ def test_a_classifier_output_dir_with_a_best_checkpoint_is_that_model(tmp_path_f
 def test_pretraining_keeps_the_record_and_refuses_a_changed_schedule(tmp_path_factory):
     pfiles = pretraining_tool.files.__wrapped__(tmp_path_factory)
     output_dir = str(pfiles["tmp"] / "record_output")
+    vocab = _tiny_vocab(pfiles)
+    # --vocab_file (new, optional): the vocab and its casing beside the checkpoints.
     flags = pretraining_tool._flags(pfiles, output_dir, do_eval="False", num_train_steps=2)
-    toolrun.run_tool("run_pretraining", flags)
+    toolrun.run_tool("run_pretraining", flags + ["--vocab_file=%s" % vocab,
+                                                 "--do_lower_case=false"])
     record = json.loads(open(os.path.join(output_dir, run_record.RECORD_FILE)).read())
     assert (record["tool"], record["task"]) == ("run_pretraining", "pretraining")
     assert record["training_flags"]["num_train_steps"] == 2
     assert record["data"] == {"input_file": pfiles["data"]}
-    vocab = _tiny_vocab(pfiles)
-    _, model, _ = bert_tf.from_pretrained(output_dir, vocab_file=vocab)
+    assert record["do_lower_case"] is False
+    with open(os.path.join(output_dir, "vocab.txt")) as f, open(vocab) as g:
+        assert f.read() == g.read()
+    _, model, tokenizer = bert_tf.from_pretrained(output_dir)
     assert type(model).__name__ == "BertPretrainer"
-    # bert-fill-mask: the config from the directory (pre-training has no vocab flag).
+    assert tokenizer.tokenize("W1") == ["[UNK]"]  # cased, as recorded: "W1" is not "w1"
+    # bert-fill-mask on the directory alone.
     answers = str(pfiles["tmp"] / "answers.jsonl")
-    toolrun.run_tool("fill_mask", ["--init_checkpoint=%s" % output_dir, "--vocab_file=%s" % vocab,
+    toolrun.run_tool("fill_mask", ["--init_checkpoint=%s" % output_dir,
                                    "--text=w1 [MASK] w2", "--output_file=%s" % answers,
                                    "--max_seq_length=%d" % pretraining_tool.SEQ_LENGTH])
     assert len(json.loads(open(answers).read())["masks"]) == 1
     before = _snapshot(output_dir)
     with pytest.raises(UserError, match=r"^--num_train_steps=3: .* --num_train_steps=2 "):
         toolrun.run_tool("run_pretraining", pretraining_tool._flags(
-            pfiles, output_dir, do_eval="False", num_train_steps=3))
+            pfiles, output_dir, do_eval="False", num_train_steps=3) + ["--vocab_file=%s" % vocab,
+                                                                       "--do_lower_case=false"])
     assert _snapshot(output_dir) == before
 
 
+def test_pretraining_without_a_vocab_reads_one_given_to_the_loader(tmp_path_factory):
+    """No --vocab_file (the original's flags): no vocab.txt beside the checkpoints; a loader
+    is given one. --do_lower_case alone is refused (it is the vocab's casing)."""
+    pfiles = pretraining_tool.files.__wrapped__(tmp_path_factory)
+    output_dir = str(pfiles["tmp"] / "no_vocab_output")
+    flags = pretraining_tool._flags(pfiles, output_dir, do_eval="False", num_train_steps=1)
+    with pytest.raises(UserError, match="--do_lower_case is the casing of --vocab_file"):
+        toolrun.run_tool("run_pretraining", flags + ["--do_lower_case=false"])
+    toolrun.run_tool("run_pretraining", flags)
+    assert not os.path.exists(os.path.join(output_dir, "vocab.txt"))
+    _, model, _ = bert_tf.from_pretrained(output_dir, vocab_file=_tiny_vocab(pfiles))
+    assert type(model).__name__ == "BertPretrainer"
+
+
 def _tiny_vocab(pfiles):
-    """A vocab of the tiny config's size (pre-training copies no vocab: it has no such flag)."""
+    """A vocab of the tiny config's size."""
     config = json.loads(open(pfiles["config"]).read())
     path = pfiles["tmp"] / "vocab.txt"
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

@@ -52,7 +52,7 @@ step "4/7 run_pretraining: a tiny BERT (2 layers, hidden 128), Google-format che
   --bert_config_file="$OUT/bert_config.json" --train_batch_size=32 \
   --max_seq_length=128 --max_predictions_per_seq=20 --num_train_steps=400 \
   --num_warmup_steps=40 --learning_rate=2e-4 --save_checkpoints_steps=200 \
-  --iterations_per_loop=100 --max_eval_steps=10
+  --iterations_per_loop=100 --max_eval_steps=10 --vocab_file="$OUT/vocab.txt" --do_lower_case=True
 echo "--- $OUT/pretraining_output/eval_results.txt"
 cat "$OUT/pretraining_output/eval_results.txt"
 
@@ -82,10 +82,9 @@ PYEOF
   --init_checkpoint="$OUT/pretraining_output/model.ckpt-400"
 echo "--- $OUT/attention.html: every layer's and head's attention, open it in a browser"
 # The masked-LM head pre-training trained, at inference: the best words for a [MASK].
+# The output directory is the model: its config, vocab and casing are beside the checkpoints.
 "$PY" tools/fill_mask.py --text="The for statement is used to [MASK] over a list." \
-  --output_file="$OUT/fill_mask.jsonl" --vocab_file="$OUT/vocab.txt" --do_lower_case=true \
-  --bert_config_file="$OUT/bert_config.json" --top_k=5 \
-  --init_checkpoint="$OUT/pretraining_output/model.ckpt-400"
+  --output_file="$OUT/fill_mask.jsonl" --top_k=5 --init_checkpoint="$OUT/pretraining_output"
 echo "--- $OUT/fill_mask.jsonl: the five best tokens and their scores (a 2-layer model pre-trained for 400 steps mostly guesses common tokens)"
 step "6/7 run_classifier: fine-tune the pre-trained model on a sentence-pair task (MRPC layout)"
 "$PY" -c "from bert_tf.data.demo_corpus import write_sentence_pair_task as w; print('examples per file:', w('$OUT/pairs'))"

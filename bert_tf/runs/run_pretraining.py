@@ -18,6 +18,7 @@ from absl import logging
 from bert_tf import fileio
 from bert_tf import locks
 from bert_tf import releases
+from bert_tf import tokenization
 from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
@@ -34,7 +35,8 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
                     do_eval=False, train_batch_size=32, eval_batch_size=8, learning_rate=5e-5,
                     num_train_steps=100000, num_warmup_steps=10000,
                     save_checkpoints_steps=1000, iterations_per_loop=1000, max_eval_steps=100,
-                    scale_out=ScaleOut(), overwrite_output_dir=False):
+                    scale_out=ScaleOut(), overwrite_output_dir=False, vocab_file=None,
+                    do_lower_case=None):
     """Trains and/or evaluates as the original `run_pretraining.main` did.
 
     Args:
@@ -45,6 +47,12 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
       overwrite_output_dir: bool (new): with do_train, start anew in an
         output_dir that holds a run (`bert_tf.training.run_record`); without
         it, a rerun with other training flags is refused.
+      vocab_file, do_lower_case (new, optional): the vocab the records were
+        made with (`create_pretraining_data`'s) and its casing (default True):
+        copied and recorded beside the checkpoints, so the output_dir alone
+        is a model a tokenizer can feed (`bert-fill-mask
+        --init_checkpoint=output_dir`). `vocab_file` is checked against the
+        config's `vocab_size`.
 
     Returns:
       dict: "history" (`Trainer.train`'s, when training ran) and "eval" (the
@@ -67,6 +75,12 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
     init_checkpoint = releases.resolve_file(init_checkpoint, "init_checkpoint")
     bert_config = BertConfig.from_json_file(bert_config_file)
     scale_out.configure_model(bert_config)  # --gradient_checkpointing
+    if vocab_file is None and do_lower_case is not None:
+        raise UserError("--do_lower_case is the casing of --vocab_file: give both or neither")
+    if vocab_file is not None:
+        vocab_file = releases.resolve_file(vocab_file, "vocab_file")
+        tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
+        do_lower_case = True if do_lower_case is None else bool(do_lower_case)
     # A rerun against the run output_dir holds, before anything is written.
     record = finetuning.run_record(
         output_dir, "run_pretraining", "pretraining", do_train, overwrite_output_dir, scale_out,
@@ -74,8 +88,8 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
                    max_predictions_per_seq=max_predictions_per_seq,
                    train_batch_size=train_batch_size, learning_rate=learning_rate,
                    num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps),
-        bert_config_file=bert_config_file, max_seq_length=max_seq_length,
-        data={"input_file": input_file})
+        bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case,
+        max_seq_length=max_seq_length, data={"input_file": input_file})
     # The config against the checkpoint (its index alone), before anything is written.
     finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint,
                                       head="pretraining",

@@ -53,7 +53,16 @@ FLAGS = (
     groups.SAVE_CHECKPOINTS_STEPS,
     groups.ITERATIONS_PER_LOOP,
     groups.integer("max_eval_steps", 100, "Maximum number of eval steps."),
-) + groups.SCALE_OUT + (groups.OVERWRITE_OUTPUT_DIR,)
+) + groups.SCALE_OUT + (
+    groups.OVERWRITE_OUTPUT_DIR,
+    groups.with_help(groups.VOCAB_FILE,
+                     "(new, optional) The vocab the records were made with: copied beside the "
+                     "checkpoints, so --output_dir alone is a model a tokenizer can feed "
+                     "(bert-fill-mask --init_checkpoint=output_dir)."),
+    groups.boolean("do_lower_case", None,
+                   "(new, optional) The casing of --vocab_file (default True), recorded "
+                   "beside the checkpoints."),
+)
 
 def function():
     """The library function this tool calls (imported when it runs)."""
