@@ -300,6 +300,26 @@ def split_comma_list(value):
     return [item.strip() for item in (value or "").split(",") if item.strip()]
 
 
+def check_local_patterns(patterns, flag="input_file"):
+    """Every local name or glob pattern of `patterns` (a list, or one comma-separated str,
+    as `expand_files`) matches something, checked without TensorFlow (Python's glob):
+    the tools check their inputs so before TensorFlow loads. Remote patterns (gs://) are
+    left to `expand_files`.
+
+    Raises:
+      UserError: `expand_files`'s line for a local pattern that matches no file.
+    """
+    import glob  # pylint: disable=import-outside-toplevel
+    if isinstance(patterns, str):
+        patterns = patterns.split(",")
+    for pattern in patterns:
+        if pattern and not is_remote(pattern) and not glob.glob(pattern):
+            raise UserError(_NO_MATCH % (flag, pattern))
+
+
+_NO_MATCH = "--%s: %r matches no file"
+
+
 def expand_files(patterns, flag="input_file", allow_directories=False):
     """Expands file names and glob patterns, comma-separated as the original's flags.
 
@@ -334,7 +354,7 @@ def expand_files(patterns, flag="input_file", allow_directories=False):
         import tensorflow as tf
         matches = tf.io.gfile.glob(pattern)
         if not matches:
-            raise UserError("--%s: %r matches no file" % (flag, pattern))
+            raise UserError(_NO_MATCH % (flag, pattern))
         if not allow_directories:
             for name in matches:
                 if isdir(name):

@@ -127,3 +127,33 @@ def test_the_command_line_prints_one_error_line_and_exits_2():
     proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "tools", "build_vocab.py"),
                            "--help"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "--vocab_size" in proc.stdout and proc.stderr == ""
+
+
+@pytest.mark.parametrize("tool, flags, error", [
+    ("run_squad", ["--do_train", "--train_file={tmp}/train-v1.1.json"],
+     "error: --train_file={tmp}/train-v1.1.json: no such file"),
+    ("run_squad", ["--do_predict", "--predict_file={tmp}/dev-v1.1.json"],
+     "error: --predict_file={tmp}/dev-v1.1.json: no such file"),
+    ("run_multiple_choice", ["--do_train", "--do_eval", "--data_dir={tmp}"],
+     "error: --data_dir={tmp}: no val.csv or dev.csv (the multiple-choice task reads "
+     "train.csv, val.csv or dev.csv, and test.csv)"),
+    ("run_pretraining", ["--do_train", "--input_file={tmp}/train.csv,{tmp}/*.tfrecord"],
+     "error: --input_file: '{tmp}/*.tfrecord' matches no file"),
+])
+def test_a_missing_input_file_is_one_line_before_tensorflow_loads(tmp_path, tool, flags, error):
+    """The training tools check their input files exist before they import the run (and
+    TensorFlow with it): a missing one is one line in a fraction of a second, nothing made."""
+    (tmp_path / "train.csv").write_text("")  # the multiple-choice run's train split is there
+    code = ("import sys, importlib\ntool = importlib.import_module('bert_tf.tools.' + sys.argv[1])\n"
+            "rc = tool.main([sys.argv[1]] + sys.argv[2:])\n"
+            "print(rc, 'tensorflow' in sys.modules)\n")
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
+    # --verbosity=1: no stderr filter, so main returns its status (TensorFlow not loaded).
+    result = subprocess.run(
+        [sys.executable, "-c", code, tool, "--verbosity=1", "--vocab_file=vocab.txt",
+         "--bert_config_file=bert_config.json", "--output_dir=%s" % (tmp_path / "out")]
+        + [flag.format(tmp=tmp_path) for flag in flags],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["2", "False"], (result.stdout, result.stderr[-3000:])
+    assert result.stderr.splitlines()[-1] == error.format(tmp=tmp_path)
+    assert not (tmp_path / "out").exists()

@@ -40,13 +40,27 @@ FLAGS = groups.MODEL + tuple(flag for flag in groups.CLASSIFIER
                              if flag is not groups.TASK_NAME)
 
 
+def check_files_first(values, positional):
+    """The data files of the splits the run reads exist, checked before TensorFlow loads:
+    a missing one is one line at once (the run reads them)."""
+    from bert_tf.data import multiple_choice_data
+    wanted = {"train": values["do_train"],
+              "dev": values["do_eval"] or (values["do_train"] and bool(values["eval_every_steps"])),
+              "test": values["do_predict"]}
+    for split in ("train", "dev", "test"):
+        if wanted[split] and values["data_dir"]:
+            multiple_choice_data.split_path(values["data_dir"], split)
+    return positional
+
+
 def function():
     """The library function this tool calls (imported when it runs)."""
     from bert_tf.runs.run_multiple_choice import run_multiple_choice
     return run_multiple_choice
 
 
-TOOL = cli.Tool(__name__, function, FLAGS, required=groups.FINETUNING_REQUIRED)
+TOOL = cli.Tool(__name__, function, FLAGS, required=groups.FINETUNING_REQUIRED,
+                prepare=check_files_first)
 
 
 def main(argv=None):

@@ -64,6 +64,14 @@ FLAGS = (
                    "beside the checkpoints."),
 )
 
+def check_files_first(values, positional):
+    """--input_file's local patterns match files, checked before TensorFlow loads: a
+    mistake is one line at once (the run reads the records and checks them)."""
+    from bert_tf import fileio
+    fileio.check_local_patterns(values["input_file"] or "", "input_file")
+    return positional
+
+
 def function():
     """The library function this tool calls (imported when it runs)."""
     from bert_tf.runs.run_pretraining import run_pretraining
@@ -71,7 +79,8 @@ def function():
 
 
 TOOL = cli.Tool(__name__, function, FLAGS,
-                required=("input_file", "bert_config_file", "output_dir"))
+                required=("input_file", "bert_config_file", "output_dir"),
+                prepare=check_files_first)
 
 
 def main(argv=None):

@@ -58,6 +58,19 @@ def report(results, values):
         print(json.dumps(results["scores"]))
 
 
+def check_files_first(values, positional):
+    """The SQuAD files the run reads exist, checked before TensorFlow loads: a missing one
+    is one line at once (the run parses them)."""
+    from bert_tf import fileio
+    from bert_tf.errors import UserError
+    for flag, wanted in (("train_file", values["do_train"]),
+                         ("predict_file", values["do_predict"])):
+        path = values[flag]
+        if wanted and path and not fileio.exists(path):
+            raise UserError("--%s=%s: no such file" % (flag, path))
+    return positional
+
+
 def function():
     """The library function this tool calls (imported when it runs)."""
     from bert_tf.runs.run_squad import run_squad
@@ -65,7 +78,8 @@ def function():
 
 
 TOOL = cli.Tool(__name__, function, FLAGS,
-                required=("vocab_file", "bert_config_file", "output_dir"), report=report)
+                required=("vocab_file", "bert_config_file", "output_dir"), report=report,
+                prepare=check_files_first)
 
 
 def main(argv=None):
