@@ -363,3 +363,14 @@ def read_eval_results(path):
             key, _, value = line.partition(" = ")
             results[key.strip()] = float(value)
     return results
+
+
+def write_data(script, data_dir):
+    """Runs bench/`script` (a data script: pair_data.py, ner_data.py) into data_dir
+    (nothing downloaded if its files are there); the counts it prints last (JSON)."""
+    proc = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                        script),
+                           "--output_dir=" + data_dir], stdout=subprocess.PIPE, text=True)
+    if proc.returncode:
+        fail("bench/%s failed with exit code %d" % (script, proc.returncode))
+    return json.loads(proc.stdout.strip().splitlines()[-1])

