@@ -134,21 +134,6 @@ def _recorded_run(path):
     return run_record.model_files(path)
 
 
-def _check_recorded_files(run, directory, bert_config_file, vocab_file):
-    """Refuses a bert_config_file= or vocab_file= that is not the recorded run's copy."""
-    for argument, given, kept in (("bert_config_file", bert_config_file,
-                                   run["bert_config_file"]),
-                                  ("vocab_file", vocab_file, run["vocab_file"])):
-        if given is None or kept is None or not tf.io.gfile.exists(kept):
-            continue
-        with tf.io.gfile.GFile(os.fspath(given), "rb") as a, tf.io.gfile.GFile(kept, "rb") as b:
-            same = a.read() == b.read()
-        if not same:
-            raise UserError("%s=%r: %s holds the run's own %s, which differs; leave %s out to "
-                            "use it" % (argument, os.fspath(given), directory,
-                                        os.path.basename(kept), argument))
-
-
 def _locate(path, bert_config_file):
     """(checkpoint_path, hf_directory, directory, bert_config_file) of `from_pretrained`'s path."""
     resolved = releases.resolve(path)
@@ -270,7 +255,8 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
                 raise UserError("%s holds a %s run (%s), whose model from_pretrained does not "
                                 "build" % (run_directory, recorded.get("tool"),
                                            run_record.RECORD_FILE))
-        _check_recorded_files(run, run_directory, bert_config_file, vocab_file)
+        run_record.check_files_agree(run, run_directory, bert_config_file, vocab_file,
+                                     flag=False)
         run_record.check_agrees(recorded, run_directory, "do_lower_case", do_lower_case,
                                 flag=False)
         if head == recorded.get("task"):

@@ -192,11 +192,6 @@ _RECORDED_TASKS = {"run_ner": NER, "run_multiple_choice": MULTIPLE_CHOICE, "run_
 _BACKBONE_TASKS = (ENCODER, EMBEDDINGS)
 
 
-def _same_file(given, kept):
-    with tf.io.gfile.GFile(given, "rb") as a, tf.io.gfile.GFile(kept, "rb") as b:
-        return a.read() == b.read()
-
-
 def recorded_run(init_checkpoint, task_name=None, bert_config_file=None, vocab_file=None,
                  do_lower_case=None, max_seq_length=None, doc_stride=None):
     """The export's settings from a training run's output_dir (`run_record`), or None.
@@ -241,13 +236,11 @@ def recorded_run(init_checkpoint, task_name=None, bert_config_file=None, vocab_f
                         "leave --task_name out to use it" % (task_name, directory, tool,
                                                              recorded_task,
                                                              run_record.RECORD_FILE))
-    for flag, given, kept in (("bert_config_file", bert_config_file, run["bert_config_file"]),
-                              ("vocab_file", vocab_file, run["vocab_file"])):
-        if given is not None and kept is not None and not isinstance(given, BertConfig) and (
-                not _same_file(releases.resolve_file(given, flag), kept)):
-            raise UserError("--%s=%s: --init_checkpoint=%s holds the run's own %s, which "
-                            "differs; leave --%s out to use it"
-                            % (flag, given, directory, os.path.basename(kept), flag))
+    run_record.check_files_agree(
+        run, "--init_checkpoint=%s" % directory,
+        None if bert_config_file is None or isinstance(bert_config_file, BertConfig)
+        else releases.resolve_file(bert_config_file, "bert_config_file"),
+        None if vocab_file is None else releases.resolve_file(vocab_file, "vocab_file"))
     for flag, given in (("do_lower_case", do_lower_case), ("max_seq_length", max_seq_length),
                         ("doc_stride", doc_stride)):
         run_record.check_agrees(record, directory, flag, given)

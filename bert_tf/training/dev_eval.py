@@ -159,16 +159,11 @@ class BestCheckpoint(object):
 
     def best(self):
         """The best evaluation of the history (a dict), or None."""
-        marked = [entry for entry in self.history if entry.get("best")]
-        return marked[-1] if marked else None
+        return _best_entry(self.history)
 
     def best_checkpoint(self):
         """`output_dir/best/model.ckpt-<N>` of the best evaluation, if its files are there."""
-        entry = self.best()
-        if entry is None:
-            return None
-        prefix = self._prefix(entry["global_step"])
-        return prefix if fileio.exists(prefix + ".index") else None
+        return _best_prefix(self.output_dir, self.history)
 
     def _prefix(self, step):
         return os.path.join(self.directory, "model.ckpt-%d" % step)
@@ -236,6 +231,26 @@ class BestCheckpoint(object):
                      "; early stopping: %d evaluations without a better %s"
                      % (since, self.metric) if stop else "")
         return stop
+
+
+def best_checkpoint_in(output_dir):
+    """`output_dir/best/model.ckpt-<N>` of its history's best evaluation (what a run with
+    --eval_every_steps evaluated and predicted with), if its files are there; else None.
+    A loader's reading of a finished run's directory (`bert_tf.training.run_record`)."""
+    return _best_prefix(output_dir, _read_history(os.path.join(str(output_dir), HISTORY_FILE)))
+
+
+def _best_entry(history):
+    marked = [entry for entry in history if entry.get("best")]
+    return marked[-1] if marked else None
+
+
+def _best_prefix(output_dir, history):
+    entry = _best_entry(history)
+    if entry is None:
+        return None
+    prefix = os.path.join(str(output_dir), BEST_DIR, "model.ckpt-%d" % int(entry["global_step"]))
+    return prefix if fileio.exists(prefix + ".index") else None
 
 
 def _read_history(path):

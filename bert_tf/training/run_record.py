@@ -54,6 +54,7 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf.errors import UserError
+from bert_tf.training import dev_eval
 
 RECORD_FILE = "bert_tf_run.json"
 CONFIG_FILE = "bert_config.json"
@@ -285,26 +286,6 @@ def clear_run(output_dir):
     return removed
 
 
-def _history_best(output_dir):
-    """output_dir/best/model.ckpt-N of eval_history.jsonl's best evaluation, if it is there."""
-    history = os.path.join(str(output_dir), "eval_history.jsonl")
-    if not fileio.exists(history):
-        return None
-    best = None
-    with fileio.open_file(history) as f:
-        for line in f:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict) and entry.get("best"):
-                best = entry.get("global_step")
-    if best is None:
-        return None
-    prefix = os.path.join(str(output_dir), "best", "model.ckpt-%d" % int(best))
-    return prefix if fileio.exists(prefix + ".index") else None
-
-
 def model_files(directory):
     """What a loader reads from a training run's output_dir, or None if it holds no record.
 
@@ -321,9 +302,34 @@ def model_files(directory):
     vocab = os.path.join(directory, VOCAB_FILE)
     best = None
     if (record["training_flags"].get("eval_every_steps") or 0) > 0:
-        best = _history_best(directory)
+        best = dev_eval.best_checkpoint_in(directory)
     return {"record": record, "bert_config_file": os.path.join(directory, CONFIG_FILE),
             "vocab_file": vocab if fileio.exists(vocab) else None, "best": best}
+
+
+def check_files_agree(run, where, bert_config_file, vocab_file, flag=True):
+    """Refuses a config or vocab file given with a recorded directory that is not the run's
+    own copy beside its checkpoints (byte for byte).
+
+    Args:
+      run: `model_files`' dict; where: how to name the directory in the error.
+      bert_config_file, vocab_file: the paths given (None: not given).
+      flag: name them as flags (`--x=v`) or arguments (`x='v'`).
+
+    Raises:
+      UserError: one line naming the argument, the directory and the run's file.
+    """
+    for argument, given, kept in (("bert_config_file", bert_config_file,
+                                   run["bert_config_file"]),
+                                  ("vocab_file", vocab_file, run["vocab_file"])):
+        if given is None or kept is None or not fileio.exists(kept):
+            continue
+        given = os.fspath(given)
+        if _read_bytes(given) != _read_bytes(kept):
+            name = "--" + argument if flag else argument
+            shown = "%s=%s" % (name, given) if flag else "%s=%r" % (name, given)
+            raise UserError("%s: %s holds the run's own %s, which differs; leave %s out to "
+                            "use it" % (shown, where, os.path.basename(kept), name))
 
 
 def check_agrees(record, directory, argument, given, recorded_key=None, flag=True):
