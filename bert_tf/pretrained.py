@@ -38,38 +38,19 @@ from absl import logging
 
 from bert_tf import releases
 from bert_tf import tokenization
-from bert_tf.data import ner_data
 from bert_tf.tokenization import huggingface as hf_tokenizer
-from bert_tf.tokenization.preprocessor import BertPreprocessor
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.modeling import huggingface
-from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
-from bert_tf.tasks import embeddings
-from bert_tf.tasks.classifier import BertClassifier
-from bert_tf.tasks.multiple_choice import BertMultipleChoice
-from bert_tf.tasks.pretraining import BertFillMask
-from bert_tf.tasks.pretraining import BertPretrainer
-from bert_tf.tasks.squad import BertSquad
-from bert_tf.tasks.token_classification import BertTokenClassifier
+from bert_tf.tasks import registry
+from bert_tf.tasks.task_model import PretrainedParts
 from bert_tf.training import run_record
 
 CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
-# head= -> the model class (None: the backbone alone).
-HEADS = collections.OrderedDict([
-    (None, BertModel),
-    ("pretraining", BertPretrainer),
-    ("fill_mask", BertFillMask),
-    ("classifier", BertClassifier),
-    ("squad", BertSquad),
-    ("embeddings", embeddings.SentenceEmbedder),
-    ("multiple_choice", BertMultipleChoice),
-    ("token_classification", BertTokenClassifier),
-])
-# Heads a release does not have: they start from their initializer when absent.
-TASK_HEADS = ("classifier", "squad", "multiple_choice", "token_classification")
+# head= -> the model class (None: the backbone alone): the task registry's.
+HEADS = registry.TASKS
 
 # The original's pattern for a release's name in a checkpoint path
 # (`validate_case_matches_checkpoint`): the directory of `bert_model.ckpt`.
@@ -114,16 +95,6 @@ def _file_beside(directory, name, argument, checkpoint_path):
         raise UserError("%s: no %s in %s; pass %s= (the %s the checkpoint was trained with)"
                         % (checkpoint_path, name, directory or ".", argument, name))
     return path
-
-
-def _classifier_num_labels(checkpoint_path, head="classifier"):
-    """The number of labels of the checkpoint's classifier head (`output_weights`)."""
-    shapes = checkpoint_lib.list_checkpoint_variables(checkpoint_path, flag=None)
-    num_labels = checkpoint_lib.classifier_num_labels(shapes)
-    if num_labels is None:
-        raise UserError("head=%r needs num_labels=: %s holds no classifier head "
-                        "(output_weights) to take it from" % (head, checkpoint_path))
-    return num_labels
 
 
 def _recorded_run(path):
@@ -251,7 +222,7 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         run_directory = os.fspath(path)
         if head is None:
             head = recorded.get("task")
-            if head not in HEADS:
+            if not registry.is_task(head):
                 raise UserError("%s holds a %s run (%s), whose model from_pretrained does not "
                                 "build" % (run_directory, recorded.get("tool"),
                                            run_record.RECORD_FILE))
@@ -271,19 +242,14 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
             path = run["best"]
             if bert_config_file is None:
                 bert_config_file = run["bert_config_file"]
-    if head not in HEADS:
-        raise UserError("head=%r: not a head (one of %s)"
-                        % (head, ", ".join(repr(h) for h in HEADS)))
-    if num_labels is not None and head not in ("classifier", "token_classification"):
-        raise UserError("num_labels=%r is for head='classifier' or 'token_classification' only "
-                        "(head=%r)" % (num_labels, head))
-    given = [(k, v) for k, v in (("pooling", pooling), ("normalize", normalize),
-                                 ("max_seq_length", max_seq_length)) if v is not None]
-    if head == "multiple_choice":  # its preprocessor's length
-        given = [(k, v) for k, v in given if k != "max_seq_length"]
-    if given and head != "embeddings":
-        raise UserError("%s=%r is for head='embeddings' only (head=%r)"
-                        % (given[0][0], given[0][1], head))
+    cls = registry.model_class(head)
+    options = {"num_labels": num_labels, "pooling": pooling, "normalize": normalize,
+               "max_seq_length": max_seq_length}
+    for key, value in options.items():
+        if value is not None and key not in cls.pretrained_options:
+            raise UserError("%s=%r is for head=%s only (head=%r)" % (
+                key, value, " or ".join(repr(n) for n, c in HEADS.items()
+                                        if key in c.pretrained_options), head))
     if num_labels is not None and (isinstance(num_labels, bool) or not isinstance(num_labels, int)
                                    or num_labels < 1):
         raise UserError("num_labels=%r: must be a positive integer" % (num_labels,))
@@ -307,49 +273,14 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
         tokenization.validate_case_matches_checkpoint(do_lower_case, checkpoint_path)
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=bool(do_lower_case))
 
-    if head == "classifier":
-        if num_labels is None:
-            num_labels = _classifier_num_labels(checkpoint_path)
-        model = BertClassifier(config, num_labels)
-    elif head == "token_classification":
-        labels_file = os.path.join(directory, ner_data.LABELS_FILE)
-        labels = ner_data.read_labels(labels_file) if tf.io.gfile.exists(labels_file) else None
-        if recorded is not None and recorded.get("labels"):
-            labels = list(recorded["labels"])
-        if num_labels is None:
-            num_labels = (len(labels) if labels is not None
-                          else _classifier_num_labels(checkpoint_path, head))
-        windows = {}
-        if recorded is not None:  # the run's windows
-            windows = {k: recorded[k] for k in ("max_seq_length", "doc_stride")
-                       if recorded.get(k)}
-        model = BertTokenClassifier(config, num_labels,
-                                    labels=labels if labels and len(labels) == num_labels else None,
-                                    vocab_file=vocab_file, do_lower_case=bool(do_lower_case),
-                                    **windows)
-        model.tokenizer = tokenizer
-    elif head == "fill_mask":
-        model = BertFillMask(config, vocab_file=vocab_file, do_lower_case=bool(do_lower_case))
-        model.tokenizer = tokenizer
-    elif head == "embeddings":
-        pooling, normalize, max_seq_length = embeddings.embedding_settings(
-            directory, pooling, normalize, max_seq_length)
-        preprocessor = BertPreprocessor(vocab_file, do_lower_case=bool(do_lower_case),
-                                        max_seq_length=max_seq_length)
-        model = embeddings.SentenceEmbedder(config, pooling=pooling, normalize=normalize,
-                                            preprocessor=preprocessor)
-    elif head == "multiple_choice":
-        if max_seq_length is None and recorded is not None:
-            max_seq_length = recorded.get("max_seq_length")  # the run's
-        model = BertMultipleChoice(config, preprocessor=BertPreprocessor(
-            vocab_file, do_lower_case=bool(do_lower_case), max_seq_length=max_seq_length or 128))
-    else:
-        model = HEADS[head](config)
+    model = cls.from_parts(PretrainedParts(
+        config, checkpoint_path, directory, vocab_file, bool(do_lower_case), tokenizer, recorded,
+        {k: v for k, v in options.items() if v is not None}))
     report = checkpoint_lib.load_checkpoint(model, checkpoint_path, strict=strict, flag=None,
-                                            allow_missing_heads=head in TASK_HEADS)
+                                            allow_missing_heads=registry.fresh_head(head))
     model.vocab_file, model.do_lower_case = vocab_file, bool(do_lower_case)  # save_pretrained's
     fresh = [n for n in report.uninitialized if checkpoint_lib.is_head_variable(n)]
-    if head in TASK_HEADS and fresh:
+    if registry.fresh_head(head) and fresh:
         logging.info("The %s head is not in %s: it starts from its initializer (%s), "
                      "to be fine-tuned", head, checkpoint_path, ", ".join(fresh))
     return Pretrained(config, model, tokenizer)

@@ -29,9 +29,12 @@ from bert_tf import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint
 from bert_tf.modeling import huggingface
+from bert_tf.tasks import registry
 from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.tasks.pretraining import BertPretrainer
 from bert_tf.tasks.squad import BertSquad
+from bert_tf.tasks.token_classification import BertTokenClassifier
 from tests.conftest import TINY_CONFIG
 from tests.conftest import make_inputs
 from tests.tools import toolrun
@@ -78,8 +81,11 @@ HEAD_PAIRS = [
     ("qa_outputs.weight", "cls/squad/output_weights", False),
     ("qa_outputs.bias", "cls/squad/output_bias", False),
 ]
+NER_LABELS = ["O", "B-PER", "I-PER"]
 HEADS = {"pretraining": (BertPretrainer, {}), "classifier": (BertClassifier, {"num_labels": 3}),
-         "squad": (BertSquad, {})}
+         "squad": (BertSquad, {}),
+         "token_classification": (BertTokenClassifier, {"num_labels": 3, "labels": NER_LABELS}),
+         "multiple_choice": (BertMultipleChoice, {})}
 
 
 def _write_vocab(path, tokens=VOCAB):
@@ -316,6 +322,8 @@ def test_from_pretrained_hf_gives_the_google_checkpoints_outputs_exactly(saved, 
                 "segment_ids": inputs["token_type_ids"]}
     if head == "pretraining":
         features["masked_lm_positions"] = inputs["masked_lm_positions"]
+    if head == "multiple_choice":  # one example, its rows the choices
+        features = {k: v[None] for k, v in features.items()}
     a = google.model(features, training=False)
     b = hf.model(features, training=False)
     a = a if isinstance(a, dict) else {"out": a}
@@ -637,6 +645,52 @@ def test_a_fine_tuned_output_dir_becomes_a_sequence_classification_directory(sav
         np.testing.assert_array_equal(tensors[name], value, err_msg=name)
 
 
+@pytest.mark.parametrize("head", [h for h in registry.TASKS if h not in (None, "fill_mask")])
+def test_every_head_written_as_hugging_face_names_its_own_architecture(saved, tmp_path, head):
+    """config.json's architecture is the model's own class: transformers loads the right one."""
+    if head in saved:
+        directory = saved[head]["hf"]
+    else:  # the backbone alone, and the embedder (the backbone and its pooling)
+        directory = registry.model_class(head)(BertConfig.from_dict(dict(TINY_CONFIG))) \
+            .save_pretrained(str(tmp_path / "hf"), format="huggingface",
+                             vocab_file=saved["vocab"])
+    with open(os.path.join(directory, "config.json")) as f:
+        config = json.load(f)
+    assert config["architectures"] == [registry.hf_architecture(head)]
+    want = {None: "BertModel", "pretraining": "BertForPreTraining",
+            "classifier": "BertForSequenceClassification", "squad": "BertForQuestionAnswering",
+            "embeddings": "BertModel", "multiple_choice": "BertForMultipleChoice",
+            "token_classification": "BertForTokenClassification"}[head]
+    assert config["architectures"] == [want]
+    if head == "token_classification":  # the labels by name, read back by from_pretrained
+        assert config["id2label"] == {str(i): label for i, label in enumerate(NER_LABELS)}
+        assert config["label2id"] == {label: i for i, label in enumerate(NER_LABELS)}
+        assert bert_tf.from_pretrained(directory, head=head).model.labels == NER_LABELS
+    if head == "multiple_choice":  # a score per choice: no labels, no regression
+        assert "id2label" not in config and "problem_type" not in config
+
+
+def test_a_recorded_token_classification_run_converts_to_its_own_architecture(saved, tmp_path):
+    """An output_dir with its bert_tf_run.json says its task: the converter writes that class."""
+    from bert_tf.training import run_record
+    google = saved["token_classification"]["google"]
+    output_dir = tmp_path / "ner_output"
+    record = run_record.RunRecord(
+        str(output_dir), "run_ner", "token_classification", {},
+        bert_config_file=os.path.join(google, "bert_config.json"), vocab_file=saved["vocab"],
+        labels=NER_LABELS, num_labels=len(NER_LABELS), do_lower_case=True)
+    record.write()
+    checkpoint.write_checkpoint(str(output_dir / "model.ckpt-3"),
+                                saved["token_classification"]["values"])
+    toolrun.run_tool("convert_checkpoint", [
+        "--from=google", "--to=huggingface", "--input=%s" % output_dir,
+        "--output_dir=%s" % (tmp_path / "ner_hf")])
+    with open(tmp_path / "ner_hf" / "config.json") as f:
+        config = json.load(f)
+    assert config["architectures"] == ["BertForTokenClassification"]
+    assert [config["id2label"][str(i)] for i in range(3)] == NER_LABELS
+
+
 def test_the_converter_refuses_the_wrong_format_and_a_full_output_dir(saved, tmp_path):
     errors = toolrun.user_errors_here("convert_checkpoint", [
         ("hf as google", ["--from=google", "--to=huggingface",
@@ -741,6 +795,22 @@ def test_hugging_faces_own_loader_agrees(saved, tmp_path):
     tokens = classifier.bert(training=False, **features)["sequence_output"].numpy()
     compare("TFBertForTokenClassification",
             tokens @ values["output_weights"].T + values["output_bias"], out["logits"])
+
+    # Each head's own class: the token classifier's labels and the multiple-choice scores.
+    tagger = saved["token_classification"]["model"]
+    out = _peer(_TRANSFORMERS_LOAD, saved["token_classification"]["hf"],
+                "TFBertForTokenClassification", npz)
+    compare("TFBertForTokenClassification (its own)",
+            tagger(task_features, training=False)["logits"], out["logits"])
+    choices_npz = str(tmp_path / "choices.npz")  # one example, its rows the choices
+    np.savez(choices_npz, **{k: inputs[k][None] for k in ("input_ids", "input_mask",
+                                                          "token_type_ids")})
+    out = _peer(_TRANSFORMERS_LOAD, saved["multiple_choice"]["hf"], "TFBertForMultipleChoice",
+                choices_npz)
+    chooser = saved["multiple_choice"]["model"]
+    compare("TFBertForMultipleChoice",
+            chooser({k: v[None] for k, v in task_features.items()}, training=False)["logits"],
+            out["logits"])
 
     squad = saved["squad"]["model"](task_features, training=False)
     out = _peer(_TRANSFORMERS_LOAD, saved["squad"]["hf"], "TFBertForQuestionAnswering", npz)

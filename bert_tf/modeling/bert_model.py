@@ -91,6 +91,16 @@ class BertModel(keras.Model):
       ```
     """
 
+    # Its registration (`bert_tf.tasks.registry`): `from_pretrained`'s head=None.
+    task_name = None
+    hf_architecture = "BertModel"
+    pretrained_options = ()
+
+    @classmethod
+    def from_parts(cls, parts):
+        """The backbone `from_pretrained` builds from `parts` (`PretrainedParts`), no weights read."""
+        return cls(parts.config)
+
     def __init__(self, config, name="bert", gradient_checkpointing=None, **kwargs):
         super().__init__(name=name, **kwargs)
         if isinstance(config, dict):

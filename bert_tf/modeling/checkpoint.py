@@ -807,9 +807,11 @@ def save_pretrained(target, directory, config, format="google", vocab_file=None,
         (the original code restores it; casing is in no file of that format);
         "huggingface": `config.json`, `model.safetensors` (torch layout, the
         `"format": "pt"` metadata), `vocab.txt`, `tokenizer_config.json`,
-        `special_tokens_map.json` (`BertModel`, `BertForPreTraining`,
-        `BertForSequenceClassification` or `BertForQuestionAnswering`, by
-        the model's head).
+        `special_tokens_map.json`, config.json naming the model's own
+        Hugging Face class (its `hf_architecture`: `BertModel`,
+        `BertForPreTraining`, `BertForSequenceClassification`,
+        `BertForQuestionAnswering`, `BertForMultipleChoice`,
+        `BertForTokenClassification`) and its labels.
       vocab_file: the vocabulary to write (a vocab.txt, or a Hugging Face
         directory); None: the one the model was loaded with by
         `from_pretrained`.
@@ -841,11 +843,14 @@ def save_pretrained(target, directory, config, format="google", vocab_file=None,
         (name, np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable))
         for name, variable in model_vars.items())
     return write_pretrained_directory(directory, values, config, tokens, do_lower_case,
-                                      format=format, overwrite=overwrite)
+                                      format=format, overwrite=overwrite,
+                                      architecture=getattr(target, "hf_architecture", None),
+                                      labels=getattr(target, "labels", None))
 
 
 def write_pretrained_directory(directory, values, config, tokens, do_lower_case,
-                               format="google", overwrite=False):  # pylint: disable=redefined-builtin
+                               format="google", overwrite=False, architecture=None,  # pylint: disable=redefined-builtin
+                               labels=None):
     """Writes {TF1 name: np.ndarray} with its config and vocab as a directory (see `save_pretrained`).
 
     Args:
@@ -854,12 +859,16 @@ def write_pretrained_directory(directory, values, config, tokens, do_lower_case,
       tokens: the vocab, in id order.
       do_lower_case: the casing (written by the "huggingface" format only).
       format, overwrite: as `save_pretrained`.
+      architecture, labels: the "huggingface" format's config.json: the
+        model's class (`hf_architecture`; None: by the head's names) and its
+        labels (`id2label`).
     """
     if format not in SAVE_FORMATS:
         raise UserError("format=%r: one of %s" % (format, ", ".join(SAVE_FORMATS)))
     if format == "huggingface":
         return huggingface.write_directory(directory, values, config.to_dict(), tokens,
-                                           do_lower_case, overwrite=overwrite)
+                                           do_lower_case, overwrite=overwrite,
+                                           architecture=architecture, labels=labels)
 
     def write(staging):
         config.to_json_file(os.path.join(staging, "bert_config.json"))

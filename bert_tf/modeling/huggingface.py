@@ -85,6 +85,7 @@ LAYER_NORM_EPS = 1e-12
 ARCHITECTURE_OF_HEAD = {None: "BertModel", "pretraining": "BertForPreTraining",
                         "classifier": "BertForSequenceClassification",
                         "squad": "BertForQuestionAnswering"}
+MULTIPLE_CHOICE = "BertForMultipleChoice"
 # What each architecture leaves out (its tensors start from their initializer when read).
 _ABSENT_BY_ARCHITECTURE = {
     "BertForMaskedLM": ("bert/pooler/", "cls/seq_relationship/"),
@@ -285,8 +286,13 @@ def bert_config_dict(data, source):
     return config
 
 
-def hf_config(config_dict, architecture, num_labels=None):
+def hf_config(config_dict, architecture, num_labels=None, labels=None):
     """Hugging Face's config.json of a bert_config dict (`BertConfig.to_dict()`).
+
+    `num_labels` (a classifier head's) writes `id2label` / `label2id`: `labels`
+    (the label of each id) where known, else LABEL_<id>; one label of
+    `BertForSequenceClassification` is a regression. `BertForMultipleChoice`
+    writes none: its one score per choice is no label.
 
     Raises:
       UserError: an activation Hugging Face has no name for, a pruned model.
@@ -309,13 +315,34 @@ def hf_config(config_dict, architecture, num_labels=None):
     data["position_embedding_type"] = "absolute"
     data["classifier_dropout"] = None
     data["use_cache"] = True
-    if num_labels is not None:
-        data["id2label"] = {str(i): "LABEL_%d" % i for i in range(num_labels)}
-        data["label2id"] = {"LABEL_%d" % i: i for i in range(num_labels)}
+    if num_labels is not None and architecture != MULTIPLE_CHOICE:
+        if labels is None or len(labels) != num_labels:
+            labels = ["LABEL_%d" % i for i in range(num_labels)]
+        data["id2label"] = {str(i): str(label) for i, label in enumerate(labels)}
+        data["label2id"] = {str(label): i for i, label in enumerate(labels)}
         data["num_labels"] = num_labels
-        if num_labels == 1:
+        if num_labels == 1 and architecture == ARCHITECTURE_OF_HEAD["classifier"]:
             data["problem_type"] = "regression"
     return data
+
+
+def labels_of(directory):
+    """The labels of a directory's config.json `id2label`, in id order; None without real names.
+
+    None too for no config.json, and for Hugging Face's placeholder names
+    (LABEL_0, LABEL_1, ...), which name nothing.
+    """
+    path = os.path.join(directory, CONFIG_NAME)
+    if not os.path.isfile(path):
+        return None
+    id2label = read_config(directory).get("id2label") or {}
+    try:
+        labels = [str(id2label[str(i)]) for i in range(len(id2label))]
+    except KeyError:
+        return None
+    if not labels or labels == ["LABEL_%d" % i for i in range(len(labels))]:
+        return None
+    return labels
 
 
 def read_config(directory):
@@ -525,7 +552,13 @@ class SafetensorsReader(object):
 
 
 def architecture_of(names):
-    """The Hugging Face architecture of a set of Google names (by the head they hold)."""
+    """The Hugging Face architecture of a set of Google names (by the head they hold).
+
+    The names alone cannot tell run_classifier's head from the token
+    classifier's or the multiple-choice score (the same `output_weights`):
+    they give `BertForSequenceClassification`. A model's own class says which
+    (`write_directory(architecture=)`, from `hf_architecture`).
+    """
     names = set(names)
     if "cls/predictions/output_bias" in names:
         return ARCHITECTURE_OF_HEAD["pretraining"]
@@ -551,7 +584,7 @@ def to_hf_tensors(tensors, architecture):
 
 
 def write_directory(directory, tensors, config_dict, vocab_tokens, do_lower_case,
-                    overwrite=False):
+                    overwrite=False, architecture=None, labels=None):
     """Writes a Hugging Face BERT directory, all at once.
 
     Args:
@@ -562,6 +595,9 @@ def write_directory(directory, tensors, config_dict, vocab_tokens, do_lower_case
       vocab_tokens: the vocabulary, in id order (vocab.txt's lines).
       do_lower_case: the tokenizer's casing (tokenizer_config.json).
       overwrite: replace an existing non-empty directory.
+      architecture: config.json's architecture (the model's `hf_architecture`);
+        None: the one its head's names give (`architecture_of`).
+      labels: the classifier head's label of each id (config.json's `id2label`).
 
     The files are written under `<directory>.tmp-<pid>` and that directory is
     renamed to `directory`: a failure leaves nothing under the name.
@@ -570,10 +606,10 @@ def write_directory(directory, tensors, config_dict, vocab_tokens, do_lower_case
       `directory`.
     """
     import safetensors.numpy  # pylint: disable=g-import-not-at-top
-    architecture = architecture_of(tensors)
+    architecture = architecture or architecture_of(tensors)
     num_labels = int(np.shape(tensors["output_weights"])[0]) if "output_weights" in tensors \
         else None
-    config = hf_config(config_dict, architecture, num_labels)
+    config = hf_config(config_dict, architecture, num_labels, labels)
     hf_tensors = to_hf_tensors(tensors, architecture)
     files = {
         CONFIG_NAME: json.dumps(config, indent=2) + "\n",

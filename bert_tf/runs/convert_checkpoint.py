@@ -21,6 +21,7 @@ from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint
 from bert_tf.modeling import huggingface
 from bert_tf.modeling.config import BertConfig
+from bert_tf.tasks import registry
 from bert_tf.tokenization import huggingface as hf_tokenizer
 from bert_tf.training import run_record
 
@@ -71,6 +72,7 @@ def convert_checkpoint(input, output_dir, from_format, to_format, bert_config_fi
                         "model.safetensors)" % input)
     if from_format == "google" and is_hf:
         raise UserError("--input=%s: a Hugging Face directory; pass --from=huggingface" % input)
+    architecture = labels = None
     run = (run_record.model_files(input) if from_format == "google" and os.path.isdir(str(input))
            else None)
     if run is not None:
@@ -90,6 +92,9 @@ def convert_checkpoint(input, output_dir, from_format, to_format, bert_config_fi
         if do_lower_case is None:
             do_lower_case = record.get("do_lower_case")
         input = run["best"] or input
+        if registry.is_task(record.get("task")):  # the run's model's own class
+            architecture = registry.hf_architecture(record["task"])
+            labels = record.get("labels")
     path = checkpoint.resolve_checkpoint(input, flag="input")
     directory = path if is_hf else os.path.dirname(path)
     if bert_config_file is None:
@@ -124,7 +129,8 @@ def convert_checkpoint(input, output_dir, from_format, to_format, bert_config_fi
     values = checkpoint.read_tensors(reader, names, path, flag="input")
     tokens = list(tokenization.load_vocab(vocab_file))
     checkpoint.write_pretrained_directory(output_dir, values, config, tokens, do_lower_case,
-                                          format=to_format, overwrite=overwrite)
+                                          format=to_format, overwrite=overwrite,
+                                          architecture=architecture, labels=labels)
     logs.result("Wrote %d tensors of %s (%s) to %s (%s)", len(values), path, from_format,
                 output_dir, to_format)
     return output_dir

@@ -40,6 +40,7 @@ from bert_tf.tasks.base import passed_through
 from bert_tf.tasks.base import real_example_weights
 from bert_tf.tasks.base import safe_div
 from bert_tf.tasks.task_model import TaskModel
+from bert_tf.tasks.task_model import checkpoint_num_labels
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -115,6 +116,15 @@ class BertClassifier(TaskModel, keras.Model):
       # {"eval_accuracy": ..., "eval_loss": ..., "loss": ...}
       ```
     """
+
+    task_name = "classifier"
+    hf_architecture = "BertForSequenceClassification"
+    fresh_head = True
+    pretrained_options = ("num_labels",)
+
+    @classmethod
+    def from_parts(cls, parts):
+        return cls(parts.config, checkpoint_num_labels(parts, cls.task_name))
 
     def __init__(self, config, num_labels, is_regression=False, preprocessor=None,
                  name="bert_classifier", multi_label=False, threshold=0.5, doc_stride=None,

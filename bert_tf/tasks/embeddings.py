@@ -49,6 +49,7 @@ from bert_tf.tasks.base import num_examples
 from bert_tf.tasks.base import real_example_weights
 from bert_tf.tasks.base import safe_div
 from bert_tf.tasks.task_model import TaskModel
+from bert_tf.tokenization.preprocessor import BertPreprocessor
 from bert_tf.tokenization.preprocessor import check_preprocessor
 from bert_tf.tokenization.preprocessor import serialize_preprocessor
 from bert_tf.tokenization.preprocessor import with_preprocessor
@@ -276,6 +277,18 @@ class SentenceEmbedder(TaskModel, keras.Model):
       embedder.similarity("A man is eating food.", "A man is eating a piece of bread.")
       ```
     """
+
+    task_name = "embeddings"
+    pretrained_options = ("pooling", "normalize", "max_seq_length")
+
+    @classmethod
+    def from_parts(cls, parts):
+        """The pooling of the directory's embedding config (`embedding_settings`), unless given."""
+        pooling, normalize, max_seq_length = embedding_settings(
+            parts.directory, *(parts.options.get(k) for k in cls.pretrained_options))
+        preprocessor = BertPreprocessor(parts.vocab_file, do_lower_case=bool(parts.do_lower_case),
+                                        max_seq_length=max_seq_length)
+        return cls(parts.config, pooling=pooling, normalize=normalize, preprocessor=preprocessor)
 
     def __init__(self, config, pooling=DEFAULT_POOLING, normalize=False, preprocessor=None,
                  scale=DEFAULT_SCALE, name="sentence_embedder", **kwargs):

@@ -124,6 +124,21 @@ class BertMultipleChoice(TaskModel, keras.Model):
     # Keras's x holds choices, its y the right ones' indexes (`keras_data.UserData`).
     multiple_choice = True
 
+    task_name = "multiple_choice"
+    hf_architecture = "BertForMultipleChoice"
+    fresh_head = True
+    pretrained_options = ("max_seq_length",)  # its preprocessor's
+
+    @classmethod
+    def from_parts(cls, parts):
+        from bert_tf.tokenization.preprocessor import BertPreprocessor  # pylint: disable=g-import-not-at-top
+        max_seq_length = parts.options.get("max_seq_length")
+        if max_seq_length is None and parts.recorded is not None:
+            max_seq_length = parts.recorded.get("max_seq_length")  # the run's
+        return cls(parts.config, preprocessor=BertPreprocessor(
+            parts.vocab_file, do_lower_case=bool(parts.do_lower_case),
+            max_seq_length=max_seq_length or min(128, parts.config.max_position_embeddings)))
+
     def __init__(self, config, num_choices=None, preprocessor=None,
                  name="bert_multiple_choice", **kwargs):
         super().__init__(name=name, **kwargs)

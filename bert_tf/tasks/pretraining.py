@@ -90,6 +90,9 @@ class BertPretrainer(TaskModel, keras.Model):
     `loss`. `predict` returns `masked_lm_logits` and `next_sentence_logits`.
     """
 
+    task_name = "pretraining"
+    hf_architecture = "BertForPreTraining"
+
     def __init__(self, config, name="bert_pretrainer", **kwargs):
         super().__init__(name=name, **kwargs)
         if isinstance(config, dict):
@@ -220,6 +223,15 @@ class BertFillMask(BertPretrainer):
       #   "sequence": "the capital of france is paris."}, ...]   (5, best first)
       model.next_sentence_probability("He went to the store.", "He bought milk.")
     """
+
+    task_name = "fill_mask"
+
+    @classmethod
+    def from_parts(cls, parts):
+        model = cls(parts.config, vocab_file=parts.vocab_file,
+                    do_lower_case=bool(parts.do_lower_case))
+        model.tokenizer = parts.tokenizer
+        return model
 
     def __init__(self, config, vocab_file=None, do_lower_case=True, max_seq_length=None,
                  batch_size=DEFAULT_BATCH_SIZE, name="bert_fill_mask", **kwargs):

@@ -51,6 +51,10 @@ class BertSquad(TaskModel, keras.Model):
     features hold them).
     """
 
+    task_name = "squad"
+    hf_architecture = "BertForQuestionAnswering"
+    fresh_head = True
+
     def __init__(self, config, name="bert_squad", **kwargs):
         super().__init__(name=name, **kwargs)
         if isinstance(config, dict):

@@ -9,6 +9,7 @@ task's `predict_step`, as `Trainer.predict` does.
 """
 
 from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
+import collections
 import inspect
 
 import keras
@@ -68,6 +69,39 @@ class TaskSums(keras.metrics.Metric):
         return self.results_fn(self.sums())
 
 
+class PretrainedParts(collections.namedtuple("PretrainedParts", [
+        "config", "checkpoint_path", "directory", "vocab_file", "do_lower_case", "tokenizer",
+        "recorded", "options"])):
+    """What `from_pretrained` found, for a task model's `from_parts` (`bert_tf.tasks.registry`).
+
+    Attributes:
+      config: the `BertConfig`.
+      checkpoint_path: the checkpoint prefix, or the Hugging Face directory.
+      directory: the directory that holds it (labels.txt, embedding_config.json).
+      vocab_file, do_lower_case, tokenizer: the vocab, its casing, its `FullTokenizer`.
+      recorded: the training run's bert_tf_run.json (a dict), or None.
+      options: {name: value} of the `pretrained_options` the caller gave.
+    """
+
+    __slots__ = ()
+
+
+def checkpoint_num_labels(parts, head):
+    """The number of labels `parts.options` gives, else the checkpoint's classifier head's.
+
+    Raises:
+      UserError: neither says it.
+    """
+    if parts.options.get("num_labels") is not None:
+        return parts.options["num_labels"]
+    shapes = checkpoint.list_checkpoint_variables(parts.checkpoint_path, flag=None)
+    num_labels = checkpoint.classifier_num_labels(shapes)
+    if num_labels is None:
+        raise UserError("head=%r needs num_labels=: %s holds no classifier head "
+                        "(output_weights) to take it from" % (head, parts.checkpoint_path))
+    return num_labels
+
+
 class _TaskModelState(object):
     """What a `TaskModel` keeps outside Keras tracking (not weights, not saved)."""
 
@@ -122,6 +156,17 @@ class TaskModel(object):
     the `is_real_example` feature.
     """
 
+    # The task's registration (`bert_tf.tasks.registry`), set by each task model.
+    task_name = None
+    hf_architecture = "BertModel"
+    fresh_head = False
+    pretrained_options = ()
+
+    @classmethod
+    def from_parts(cls, parts):
+        """The model `from_pretrained` builds from `parts` (a `PretrainedParts`), no weights read."""
+        return cls(parts.config)
+
     def make_task(self):
         """The `bert_tf.tasks.base.Task` whose loss, metrics and predictions this model has."""
         raise NotImplementedError
@@ -132,10 +177,11 @@ class TaskModel(object):
 
         `format="google"` (the default): `bert_config.json`, `vocab.txt`,
         `bert_model.ckpt.*` (the original's names: `cls/*`, `output_weights`).
-        `format="huggingface"`: Hugging Face's `BertForPreTraining`
-        (`BertPretrainer`), `BertForSequenceClassification` (`BertClassifier`,
-        `num_labels` and `id2label` in config.json) or
-        `BertForQuestionAnswering` (`BertSquad`). See
+        `format="huggingface"`: the model's own Hugging Face class
+        (`hf_architecture`: `BertForPreTraining`, `BertForSequenceClassification`,
+        `BertForQuestionAnswering`, `BertForMultipleChoice`,
+        `BertForTokenClassification`, with `num_labels` and `id2label` in
+        config.json where the head has labels). See
         `bert_tf.modeling.checkpoint.save_pretrained`.
         """
         return checkpoint.save_pretrained(self, directory, self.bert.config, format=format,

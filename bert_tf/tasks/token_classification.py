@@ -19,6 +19,8 @@ and `f1` (`bert_tf.data.conlleval`).
 """
 
 from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
+import os
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -27,6 +29,7 @@ from bert_tf import tokenization
 from bert_tf.data import conlleval
 from bert_tf.data import ner_data
 from bert_tf.errors import UserError
+from bert_tf.modeling import huggingface
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
 from bert_tf.modeling.heads import ClassifierHead
@@ -34,6 +37,7 @@ from bert_tf.tasks.base import WeightedAccuracyTask
 from bert_tf.tasks.base import real_example_weights
 from bert_tf.tasks.base import safe_div
 from bert_tf.tasks.task_model import TaskModel
+from bert_tf.tasks.task_model import checkpoint_num_labels
 
 # The per-token and per-row features `predict_step` hands back beside its outputs.
 _PASSED_THROUGH = ("label_ids", "label_mask", "sentence_ids")
@@ -89,6 +93,33 @@ class BertTokenClassifier(TaskModel, keras.Model):
       # [{"entity": "ORG", "text": "EU", "start": 0, "end": 2}, ...]
       ```
     """
+
+    task_name = "token_classification"
+    hf_architecture = "BertForTokenClassification"
+    fresh_head = True
+    pretrained_options = ("num_labels",)
+
+    @classmethod
+    def from_parts(cls, parts):
+        """labels.txt beside the checkpoint, the run's labels and windows (bert_tf_run.json)."""
+        recorded = parts.recorded or {}
+        labels_file = os.path.join(parts.directory, ner_data.LABELS_FILE)
+        labels = ner_data.read_labels(labels_file) if tf.io.gfile.exists(labels_file) else None
+        if recorded.get("labels"):
+            labels = list(recorded["labels"])
+        if labels is None:  # a Hugging Face directory's id2label
+            labels = huggingface.labels_of(parts.directory)
+        options = dict(parts.options)
+        if options.get("num_labels") is None and labels is not None:
+            options["num_labels"] = len(labels)
+        num_labels = checkpoint_num_labels(parts._replace(options=options), cls.task_name)
+        windows = {k: recorded[k] for k in ("max_seq_length", "doc_stride") if recorded.get(k)}
+        model = cls(parts.config, num_labels,
+                    labels=labels if labels and len(labels) == num_labels else None,
+                    vocab_file=parts.vocab_file, do_lower_case=bool(parts.do_lower_case),
+                    **windows)
+        model.tokenizer = parts.tokenizer
+        return model
 
     def __init__(self, config, num_labels, labels=None, vocab_file=None, do_lower_case=True,
                  max_seq_length=None, doc_stride=64, batch_size=32,
