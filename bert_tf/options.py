@@ -1,7 +1,8 @@
 """Option groups: a dataclass whose fields the tools offer as flags of the same names.
 
 A run that takes a group of options (`bert_tf.training.scale_out.ScaleOut`,
-`bert_tf.training.dev_eval.DevEval`) takes it as one frozen dataclass. Each
+`bert_tf.training.dev_eval.DevEval`, `bert_tf.training.schedule.Schedule`)
+takes it as one frozen dataclass. Each
 field is declared once, here in the library, with its default and its help
 text (`option`); the tools (`bert_tf.tools.flag_groups.options`) turn every
 field into an absl flag of the field's name and type, and build the

@@ -35,6 +35,7 @@ from bert_tf.runs import extract_features
 from bert_tf.runs import run_classifier
 from bert_tf.runs import run_pretraining
 from bert_tf.runs import run_squad
+from bert_tf.training.schedule import Schedule
 from tests.test_pretraining import MAX_PREDICTIONS
 from tests.test_pretraining import SEQ_LENGTH
 from tests.test_pretraining import random_batches
@@ -132,8 +133,8 @@ def _classifier(files, output_dir, config="right", **overrides):
     args = dict(task_name="MRPC", data_dir=files["data_dir"],
                 bert_config_file=files["configs"][config], vocab_file=files["vocab"],
                 output_dir=str(output_dir), init_checkpoint=files["ckpt"], max_seq_length=32,
-                do_train=True, do_eval=True, do_predict=True, train_batch_size=8,
-                num_train_epochs=1.0)
+                do_train=True, do_eval=True, do_predict=True,
+                schedule=Schedule(train_batch_size=8, num_train_epochs=1.0))
     args.update(overrides)
     return run_classifier.run_classifier(**args)
 
@@ -142,8 +143,8 @@ def _squad(files, output_dir, config="right", **overrides):
     args = dict(bert_config_file=files["configs"][config], vocab_file=files["vocab"],
                 output_dir=str(output_dir), train_file=files["squad"], predict_file=files["squad"],
                 init_checkpoint=files["ckpt"], max_seq_length=64, doc_stride=32,
-                max_query_length=16, do_train=True, do_predict=True, train_batch_size=8,
-                num_train_epochs=1.0)
+                max_query_length=16, do_train=True, do_predict=True,
+                schedule=Schedule(train_batch_size=8, num_train_epochs=1.0))
     args.update(overrides)
     return run_squad.run_squad(**args)
 

@@ -1,9 +1,11 @@
 """bert_tf.tools.cli: a tool's flags, the call derived from them, and the command line's answers.
 
 * The call: each flag is the keyword argument of its name; an option group
-  (`ScaleOut`, `DevEval`) is built from the flags of its fields; a flag the
-  original accepts and that does nothing here warns when given and reaches
-  no argument.
+  (`ScaleOut`, `DevEval`, `Schedule`) is built from the flags of its fields,
+  on the argument's default group (a tool may give a field its own default,
+  and the argument's group then holds it; a field without a flag keeps the
+  group's value); a flag the original accepts and that does nothing here
+  warns when given and reaches no argument.
 * Mistakes in the flags (unknown, missing, unparsable, a stray argument) are
   a `UserError` (one line) from `Tool.run`, and from the command line one
   `error: ...` line and exit status 2 (absl printed `FATAL Flags parsing
@@ -66,6 +68,37 @@ def test_check_finds_what_does_not_match():
     assert cli.Tool(__name__, lambda: required, FLAGS).check() == [
         "argument needs_a_flag has no flag", "--count reaches no argument",
         "--size reaches no argument", "--mode reaches no argument"]
+
+
+def test_a_group_argument_with_its_own_defaults_is_built_on_them():
+    own = _Group(size=5, mode="b")
+
+    def function(name, group=own):
+        return group
+    # A tool's default for a field (size) and a field it has no flag for (mode).
+    flags = (FLAGS[0], flag_groups.with_default(flag_groups.options(_Group)[0], 5))
+    tool = cli.Tool(__name__, lambda: function, flags)
+    assert tool.check() == []
+    assert tool.run(["tool", "--name=x"]) == own
+    assert tool.run(["tool", "--name=x", "--size=9"]) == _Group(size=9, mode="b")
+    # The group's default for a field is not the flag's: found.
+    assert cli.Tool(__name__, lambda: function, FLAGS[:1] + flag_groups.options(_Group)).check() \
+        == ["--size defaults to 3, argument group.size to 5",
+            "--mode defaults to 'a', argument group.mode to 'b'"]
+
+
+def test_the_schedule_flags_are_the_originals():
+    """Each field of `Schedule` is the original run_classifier.py's flag: its name, default and
+    help; the fine-tuning tools that take the group offer every field."""
+    from bert_tf.training.schedule import Schedule
+    by_name = {flag.name: flag for flag in flag_groups.options(Schedule)}
+    assert {name: (flag.kind, flag.default) for name, flag in by_name.items()} == {
+        "train_batch_size": ("integer", 32), "eval_batch_size": ("integer", 8),
+        "predict_batch_size": ("integer", 8), "learning_rate": ("float", 5e-5),
+        "num_train_epochs": ("float", 3.0), "warmup_proportion": ("float", 0.1),
+        "save_checkpoints_steps": ("integer", 1000), "iterations_per_loop": ("integer", 1000)}
+    assert by_name["learning_rate"].help == "The initial learning rate for Adam."
+    assert set(flag_groups.SCHEDULE) <= set(flag_groups.FINETUNING)
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -1,9 +1,9 @@
 """Tests for bert_tf/runs/finetuning.py and bert_tf/data/finite_input.py (the original's main() flow).
 
-The schedule (`num_train_steps`, `num_warmup_steps`) is the original's
-formula; `test_results.tsv` is printed as the original printed the
-Estimator's float32 probabilities; `FiniteInput` gives every example exactly
-once, whatever the number of input pipelines.
+The schedule (`Schedule.train_steps`: `num_train_steps`, `num_warmup_steps`)
+is the original's formula; `test_results.tsv` is printed as the original
+printed the Estimator's float32 probabilities; `FiniteInput` gives every
+example exactly once, whatever the number of input pipelines.
 """
 
 import numpy as np
@@ -14,14 +14,15 @@ from bert_tf.runs import finetuning
 from bert_tf.data.finite_input import FiniteInput
 from bert_tf.data.finite_input import in_input_order
 from bert_tf.errors import UserError
+from bert_tf.training.schedule import Schedule
 
 
-def test_train_schedule_is_the_originals():
+def test_train_steps_are_the_originals():
     # The original's README: MRPC (3668 examples), batch 32, 3 epochs ->
     # global_step = 343, and 10% warmup -> 34 steps.
-    assert finetuning.train_schedule(3668, 32, 3.0, 0.1) == (343, 34)
+    assert Schedule().train_steps(3668) == (343, 34)
     # SQuAD counts examples (not features): 87599 / 12 * 2 = 14599.83 -> 14599.
-    assert finetuning.train_schedule(87599, 12, 2.0, 0.1) == (14599, 1459)
+    assert Schedule(train_batch_size=12, num_train_epochs=2.0).train_steps(87599) == (14599, 1459)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -31,9 +32,12 @@ def test_train_schedule_is_the_originals():
     ((100, 32, 3.0, 1.5), "--warmup_proportion must be in \\[0, 1\\]"),
     ((100, 0, 3.0, 0.1), "--train_batch_size must be positive"),
 ])
-def test_train_schedule_refuses_flags_without_a_step(args, message):
+def test_train_steps_refuse_flags_without_a_step(args, message):
+    num_train_examples, train_batch_size, num_train_epochs, warmup_proportion = args
+    schedule = Schedule(train_batch_size=train_batch_size, num_train_epochs=num_train_epochs,
+                        warmup_proportion=warmup_proportion)
     with pytest.raises(UserError, match=message):
-        finetuning.train_schedule(*args)
+        schedule.train_steps(num_train_examples)
 
 
 def test_test_results_tsv_is_the_originals_format(tmp_path):

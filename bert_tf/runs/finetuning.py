@@ -2,7 +2,7 @@
 `run_ner`, `run_multiple_choice`).
 
 The original's `main()`s computed the schedule from the number of training
-examples, wrote the features to TFRecords in `output_dir`, and handed an
+examples (here `Schedule.train_steps`, `bert_tf.training.schedule`), wrote the features to TFRecords in `output_dir`, and handed an
 `input_fn` to the Estimator. These helpers do the same for a `Trainer`.
 `check_start_checkpoint` (run_pretraining's too) refuses a config that is not
 the checkpoint's before the run writes anything; `check_run_flags` and
@@ -14,7 +14,7 @@ their own; `classifier_examples` and `train_evaluate_predict_classifier`
 (`ClassifierRecords`) are the two classifier runs'.
 """
 
-import math
+import dataclasses
 import os
 
 import numpy as np
@@ -36,6 +36,7 @@ from bert_tf.training import output_dir as output_dir_lib
 from bert_tf.training import run_record as run_record_lib
 from bert_tf.training.dev_eval import BestCheckpoint
 from bert_tf.training.dev_eval import DevEval
+from bert_tf.training.schedule import Schedule
 from bert_tf.training.trainer import Trainer
 
 
@@ -103,7 +104,7 @@ def check_start_checkpoint(bert_config, output_dir, init_checkpoint, head=None,
 
 
 def run_record(output_dir, tool, task, do_train, overwrite_output_dir, scale_out, dev_eval,
-               training_flags, **fields):
+               schedule, training_flags, **fields):
     """The `RunRecord` a training run writes in output_dir, checked against the one there.
 
     Called after the run's own checks and before anything is written: a
@@ -114,8 +115,9 @@ def run_record(output_dir, tool, task, do_train, overwrite_output_dir, scale_out
       output_dir, tool, task: the run's directory, name and `from_pretrained` head.
       do_train, overwrite_output_dir: the flags (without do_train, no record:
         None is returned).
-      scale_out, dev_eval: the run's `ScaleOut` and `DevEval`, whose fields
-        that change the trained weights are recorded.
+      scale_out, dev_eval, schedule: the run's `ScaleOut`, `DevEval` (or
+        None) and `Schedule` (or None), whose fields that change the trained
+        weights are recorded (`run_record.TRAINING_FLAGS`).
       training_flags: {flag: value} of the run's own training flags.
       fields: `RunRecord`'s other arguments (bert_config_file, vocab_file,
         labels, num_labels, do_lower_case, max_seq_length, doc_stride, data).
@@ -128,7 +130,8 @@ def run_record(output_dir, tool, task, do_train, overwrite_output_dir, scale_out
             raise UserError("--overwrite_output_dir starts a new training run in --output_dir: "
                             "it needs --do_train")
         return None
-    flags = dict(training_flags, seed=scale_out.seed, optimizer_type=scale_out.optimizer_type,
+    flags = dataclasses.asdict(schedule) if schedule is not None else {}
+    flags.update(training_flags, seed=scale_out.seed, optimizer_type=scale_out.optimizer_type,
                  mixed_precision=scale_out.mixed_precision,
                  bucket_by_length=scale_out.bucket_by_length)
     if dev_eval is not None:
@@ -149,30 +152,6 @@ def begin_run_record(record, output_dir, inputs=None, is_chief=True):
     if record.overwrite_output_dir:
         run_record_lib.clear_run(output_dir)
     record.write(inputs)
-
-
-def train_schedule(num_train_examples, train_batch_size, num_train_epochs, warmup_proportion):
-    """The original's `num_train_steps` and `num_warmup_steps`.
-
-    num_train_steps = int(num_train_examples / train_batch_size * num_train_epochs)
-    num_warmup_steps = int(num_train_steps * warmup_proportion)
-
-    Raises:
-      UserError: the flags give no training step at all (the original's
-        Estimator failed on max_steps=0 instead).
-    """
-    if train_batch_size < 1:
-        raise UserError("--train_batch_size must be positive, got %d" % train_batch_size)
-    if num_train_epochs <= 0 or not math.isfinite(num_train_epochs):
-        raise UserError("--num_train_epochs must be positive, got %r" % num_train_epochs)
-    if not 0.0 <= warmup_proportion <= 1.0:
-        raise UserError("--warmup_proportion must be in [0, 1], got %r" % warmup_proportion)
-    num_train_steps = int(num_train_examples / train_batch_size * num_train_epochs)
-    if num_train_steps < 1:
-        raise UserError(
-            "%d training examples / --train_batch_size=%d * --num_train_epochs=%g gives no "
-            "training step" % (num_train_examples, train_batch_size, num_train_epochs))
-    return num_train_steps, int(num_train_steps * warmup_proportion)
 
 
 def train_dataset_fn(input_file, name_to_features, train_batch_size, limits=None, seed=None,
@@ -280,23 +259,22 @@ def use_best_checkpoint(trainer, dev_eval, keeper=None):
         trainer.use_checkpoint(best, flag="output_dir")
 
 
-def train_on_records(trainer, train_file, spec, limits, train_batch_size, num_train_steps,
-                     learning_rate, num_warmup_steps, save_checkpoints_steps,
-                     iterations_per_loop, scale_out, init_checkpoint=None, keeper=None,
+def train_on_records(trainer, train_file, spec, limits, num_train_steps, num_warmup_steps,
+                     scale_out, schedule=Schedule(), init_checkpoint=None, keeper=None,
                      afterwards=None):
     """`trainer.train` on a fine-tuning TFRecord file, with the run's schedule and options.
 
     `spec`, `limits`: the records' features and the values they must hold;
-    `keeper`: a `BestCheckpoint`, or None; `afterwards`: what the run does
-    next, for the line of a finished run (`Trainer.train`).
+    `num_train_steps`, `num_warmup_steps`: `schedule.train_steps`' of the
+    training set; `keeper`: a `BestCheckpoint`, or None; `afterwards`: what
+    the run does next, for the line of a finished run (`Trainer.train`).
     """
     return trainer.train(
-        train_dataset_fn(train_file, spec, train_batch_size, limits, seed=scale_out.seed,
-                         bucket_by_length=scale_out.bucket_by_length),
-        train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
-        init_checkpoint=init_checkpoint, save_checkpoints_steps=save_checkpoints_steps,
-        iterations_per_loop=iterations_per_loop, best_checkpoint=keeper,
-        afterwards=afterwards, **scale_out.train_options())
+        train_dataset_fn(train_file, spec, schedule.train_batch_size, limits,
+                         seed=scale_out.seed, bucket_by_length=scale_out.bucket_by_length),
+        schedule.train_batch_size, num_train_steps, schedule.learning_rate, num_warmup_steps,
+        init_checkpoint=init_checkpoint, best_checkpoint=keeper, afterwards=afterwards,
+        **schedule.train_options(), **scale_out.train_options())
 
 
 class Records(object):
@@ -417,12 +395,9 @@ class ClassifierRecords(Records):
 
 
 def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, output_dir, tool,
-                                      max_seq_length, train_batch_size, eval_batch_size,
-                                      predict_batch_size, learning_rate, num_train_epochs,
-                                      warmup_proportion, save_checkpoints_steps,
-                                      iterations_per_loop, scale_out, init_checkpoint=None,
-                                      dev_eval=DevEval(), do_eval=True, doc_stride=None,
-                                      run_record=None):
+                                      max_seq_length, scale_out, schedule=Schedule(),
+                                      init_checkpoint=None, dev_eval=DevEval(), do_eval=True,
+                                      doc_stride=None, run_record=None):
     """The original `run_classifier.main`'s course, for any classification task model.
 
     `train_evaluate_predict` with `ClassifierRecords(examples, tokenizer,
@@ -431,16 +406,12 @@ def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, out
     return train_evaluate_predict(
         task, ClassifierRecords(examples, tokenizer, label_list, max_seq_length, task,
                                 doc_stride=doc_stride),
-        output_dir, tool, train_batch_size, eval_batch_size, predict_batch_size, learning_rate,
-        num_train_epochs, warmup_proportion, save_checkpoints_steps, iterations_per_loop,
-        scale_out, init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval,
-        run_record=run_record)
+        output_dir, tool, scale_out, schedule=schedule, init_checkpoint=init_checkpoint,
+        dev_eval=dev_eval, do_eval=do_eval, run_record=run_record)
 
 
-def train_evaluate_predict(task, records, output_dir, tool, train_batch_size, eval_batch_size,
-                           predict_batch_size, learning_rate, num_train_epochs,
-                           warmup_proportion, save_checkpoints_steps, iterations_per_loop,
-                           scale_out, init_checkpoint=None, dev_eval=DevEval(), do_eval=True,
+def train_evaluate_predict(task, records, output_dir, tool, scale_out, schedule=Schedule(),
+                           init_checkpoint=None, dev_eval=DevEval(), do_eval=True,
                            run_record=None):
     """The original `run_classifier.main`'s course, for any fine-tuning task and its records.
 
@@ -454,8 +425,10 @@ def train_evaluate_predict(task, records, output_dir, tool, train_batch_size, ev
       task: the run's `Task` (its `build_model` runs under the strategy's scope).
       records: a `Records`.
       output_dir: the run's directory; tool: the run's name, for its lock.
-      train_batch_size ... iterations_per_loop: the original's flags.
       scale_out: a `ScaleOut`.
+      schedule: a `Schedule`: the batch sizes, the learning rate, the epochs
+        (`Schedule.train_steps` of the training records), the warm-up and
+        the checkpoint cadence.
       init_checkpoint: a Google-format checkpoint to start from, or None.
       dev_eval: a `DevEval`: with `eval_every_steps`, training evaluates on
         `records.examples["eval"]` every that many steps, keeps the best
@@ -508,27 +481,25 @@ def train_evaluate_predict(task, records, output_dir, tool, train_batch_size, ev
         if "train" in splits:
             if dev_eval.enabled:
                 # The dev set, evaluated while training (and after it, with do_eval).
-                eval_data = finite_input("eval", eval_batch_size, "Running evaluation")
-                keeper = best_checkpoint(trainer, dev_eval,
-                                         lambda step: trainer.evaluate(eval_data, eval_batch_size))
+                eval_data = finite_input("eval", schedule.eval_batch_size, "Running evaluation")
+                keeper = best_checkpoint(trainer, dev_eval, lambda step: trainer.evaluate(
+                    eval_data, schedule.eval_batch_size))
             train_file = inputs.add(os.path.join(output_dir, "train.tf_record"))
             num_train_records = records.write("train", train_file)
-            num_train_steps, num_warmup_steps = train_schedule(
-                num_train_records, train_batch_size, num_train_epochs, warmup_proportion)
+            num_train_steps, num_warmup_steps = schedule.train_steps(num_train_records)
             log_run("Running training", **dict(records.log_fields("train", num_train_records),
-                                               batch_size=train_batch_size,
+                                               batch_size=schedule.train_batch_size,
                                                num_steps=num_train_steps))
-            train_on_records(trainer, train_file, spec, limits, train_batch_size,
-                             num_train_steps, learning_rate, num_warmup_steps,
-                             save_checkpoints_steps, iterations_per_loop, scale_out,
+            train_on_records(trainer, train_file, spec, limits, num_train_steps,
+                             num_warmup_steps, scale_out, schedule=schedule,
                              init_checkpoint=init_checkpoint, keeper=keeper,
                              afterwards=_afterwards(do_eval and "eval" in splits,
                                                     "predict" in splits))
         use_best_checkpoint(trainer, dev_eval, keeper)
 
         if do_eval and "eval" in splits:
-            eval_data = finite_input("eval", eval_batch_size, "Running evaluation")
-            eval_results = trainer.evaluate(eval_data, eval_batch_size,
+            eval_data = finite_input("eval", schedule.eval_batch_size, "Running evaluation")
+            eval_results = trainer.evaluate(eval_data, schedule.eval_batch_size,
                                             init_checkpoint=init_checkpoint)
             outputs = predict("eval", eval_data) if records.predicts_eval else None
             if trainer.is_chief:
@@ -539,7 +510,7 @@ def train_evaluate_predict(task, records, output_dir, tool, train_batch_size, ev
             results["eval"] = eval_results
 
         if "predict" in splits:
-            outputs = predict("predict", finite_input("predict", predict_batch_size,
+            outputs = predict("predict", finite_input("predict", schedule.predict_batch_size,
                                                       "Running prediction"))
             if trainer.is_chief:
                 records.write_outputs("predict", outputs, output_dir)

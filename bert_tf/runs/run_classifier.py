@@ -21,21 +21,21 @@ from bert_tf.tasks.classifier import ClassifierTask
 from bert_tf.tasks.classifier import check_threshold
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
+from bert_tf.training.schedule import Schedule
 
 
 def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir,
                    init_checkpoint=None, do_lower_case=True, max_seq_length=128,
-                   do_train=False, do_eval=False, do_predict=False, train_batch_size=32,
-                   eval_batch_size=8, predict_batch_size=8, learning_rate=5e-5,
-                   num_train_epochs=3.0, warmup_proportion=0.1, save_checkpoints_steps=1000,
-                   iterations_per_loop=1000, multi_label=False, multi_label_threshold=0.5,
-                   doc_stride=None, scale_out=ScaleOut(), dev_eval=DevEval(),
-                   overwrite_output_dir=False):
+                   do_train=False, do_eval=False, do_predict=False, schedule=Schedule(),
+                   multi_label=False, multi_label_threshold=0.5, doc_stride=None,
+                   scale_out=ScaleOut(), dev_eval=DevEval(), overwrite_output_dir=False):
     """Trains, evaluates and predicts as the original `run_classifier.main` did.
 
     Args:
       task_name, data_dir, bert_config_file, vocab_file, output_dir and the
         rest: the original's flags (a task of `classifier_processors.PROCESSORS`).
+      schedule: a `Schedule`, the original's flags of the batch sizes, the
+        learning rate, the epochs, the warm-up and the checkpoint cadence.
       scale_out: a `ScaleOut`, the new flags (strategy, XLA, precision,
         accumulation, optimizer, logging).
       dev_eval: a `DevEval`, the new flags of evaluation on dev.tsv while
@@ -83,11 +83,9 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
     # A rerun against the run output_dir holds, before anything is written.
     record = finetuning.run_record(
         output_dir, "run_classifier", "classifier", do_train, overwrite_output_dir, scale_out,
-        dev_eval, dict(task_name=task_name, init_checkpoint=init_checkpoint,
-                       do_lower_case=do_lower_case, max_seq_length=max_seq_length,
-                       doc_stride=doc_stride, multi_label=multi_label,
-                       train_batch_size=train_batch_size, learning_rate=learning_rate,
-                       num_train_epochs=num_train_epochs, warmup_proportion=warmup_proportion),
+        dev_eval, schedule, dict(task_name=task_name, init_checkpoint=init_checkpoint,
+                                 do_lower_case=do_lower_case, max_seq_length=max_seq_length,
+                                 doc_stride=doc_stride, multi_label=multi_label),
         bert_config_file=bert_config_file, vocab_file=vocab_file,
         labels=None if is_regression else label_list, num_labels=num_labels,
         do_lower_case=do_lower_case, max_seq_length=max_seq_length, doc_stride=doc_stride,
@@ -110,7 +108,5 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
                           per_document=doc_stride is not None)
     return finetuning.train_evaluate_predict_classifier(
         task, examples, tokenizer, label_list, output_dir, "run_classifier", max_seq_length,
-        train_batch_size, eval_batch_size, predict_batch_size, learning_rate, num_train_epochs,
-        warmup_proportion, save_checkpoints_steps, iterations_per_loop, scale_out,
-        init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval,
-        doc_stride=doc_stride, run_record=record)
+        scale_out, schedule=schedule, init_checkpoint=init_checkpoint, dev_eval=dev_eval,
+        do_eval=do_eval, doc_stride=doc_stride, run_record=record)

@@ -29,14 +29,12 @@ from bert_tf.tasks.hub_classifier import HubClassifierTask
 from bert_tf.tasks.hub_classifier import inspect_hub_module
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
+from bert_tf.training.schedule import Schedule
 
 
 def run_classifier_with_tfhub(task_name, data_dir, bert_hub_module_handle, output_dir,
                               max_seq_length=128, do_train=False, do_eval=False,
-                              do_predict=False, train_batch_size=32, eval_batch_size=8,
-                              predict_batch_size=8, learning_rate=5e-5, num_train_epochs=3.0,
-                              warmup_proportion=0.1, save_checkpoints_steps=1000,
-                              iterations_per_loop=1000, scale_out=ScaleOut(),
+                              do_predict=False, schedule=Schedule(), scale_out=ScaleOut(),
                               dev_eval=DevEval(), overwrite_output_dir=False):
     """Trains, evaluates and predicts as the original `run_classifier_with_tfhub.main` did.
 
@@ -44,6 +42,8 @@ def run_classifier_with_tfhub(task_name, data_dir, bert_hub_module_handle, outpu
       task_name, data_dir, output_dir and the rest: run_classifier's flags
         (a task of `classifier_processors.PROCESSORS`).
       bert_hub_module_handle: the TF Hub BERT encoder (see the module docstring).
+      schedule: a `Schedule` (batch sizes, learning rate, epochs, warm-up,
+        checkpoint cadence): run_classifier's.
       scale_out: a `ScaleOut`, the new flags.
       dev_eval: a `DevEval` (evaluation on dev.tsv while training).
       overwrite_output_dir: run_classifier's (new).
@@ -75,17 +75,14 @@ def run_classifier_with_tfhub(task_name, data_dir, bert_hub_module_handle, outpu
     # model is the TF Hub encoder's: the record names the task, no config is copied.)
     record = finetuning.run_record(
         output_dir, "run_classifier_with_tfhub", "hub_classifier", do_train,
-        overwrite_output_dir, scale_out, dev_eval,
+        overwrite_output_dir, scale_out, dev_eval, schedule,
         dict(task_name=task_name, bert_hub_module_handle=bert_hub_module_handle,
-             max_seq_length=max_seq_length, train_batch_size=train_batch_size,
-             learning_rate=learning_rate, num_train_epochs=num_train_epochs,
-             warmup_proportion=warmup_proportion),
+             max_seq_length=max_seq_length),
         labels=None if is_regression else label_list, num_labels=num_labels,
         do_lower_case=module.do_lower_case, max_seq_length=max_seq_length,
         data={"data_dir": data_dir})
     task = HubClassifierTask(module, num_labels, is_regression=is_regression)
     return finetuning.train_evaluate_predict_classifier(
         task, examples, tokenizer, label_list, output_dir, "run_classifier_with_tfhub",
-        max_seq_length, train_batch_size, eval_batch_size, predict_batch_size, learning_rate,
-        num_train_epochs, warmup_proportion, save_checkpoints_steps, iterations_per_loop,
-        scale_out, dev_eval=dev_eval, do_eval=do_eval, run_record=record)
+        max_seq_length, scale_out, schedule=schedule, dev_eval=dev_eval, do_eval=do_eval,
+        run_record=record)

@@ -30,6 +30,11 @@ from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
 from bert_tf.pretrained import from_pretrained
 from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.schedule import Schedule
+
+# run_embeddings' schedule: sentence-transformers' learning rate and one epoch; 32 texts a
+# batch when encoding.
+SCHEDULE = Schedule(predict_batch_size=32, learning_rate=2e-5, num_train_epochs=1.0)
 
 
 class StepProgress(keras.callbacks.Callback):
@@ -53,9 +58,7 @@ class StepProgress(keras.callbacks.Callback):
 def run_embeddings(init_checkpoint, output_dir=None, train_file=None, input_file=None,
                    output_file=None, do_train=False, do_encode=False, bert_config_file=None,
                    vocab_file=None, do_lower_case=None, max_seq_length=None, pooling=None,
-                   normalize=None, train_batch_size=32, predict_batch_size=32,
-                   learning_rate=2e-5, num_train_epochs=1.0, warmup_proportion=0.1,
-                   overwrite=False):
+                   normalize=None, schedule=SCHEDULE, overwrite=False):
     """Fine-tunes a sentence embedder on pairs and/or writes the embeddings of a text file.
 
     Args:
@@ -75,11 +78,15 @@ def run_embeddings(init_checkpoint, output_dir=None, train_file=None, input_file
         head="embeddings" (None: the model's `embedding_config.json`, else
         128, "mean", False). Texts longer than max_seq_length - 2 WordPiece
         tokens are truncated.
-      train_batch_size: pairs per step (each anchor's in-batch negatives are
-        the other train_batch_size - 1 positives).
-      predict_batch_size: texts per forward pass when encoding.
-      learning_rate, num_train_epochs, warmup_proportion: the original's
-        schedule (AdamWeightDecay, linear warmup then decay).
+      schedule: a `Schedule` (default: `SCHEDULE`, learning_rate 2e-5, one
+        epoch, predict_batch_size 32). Its train_batch_size: pairs per step
+        (each anchor's in-batch negatives are the other train_batch_size - 1
+        positives); predict_batch_size: texts per forward pass when
+        encoding; learning_rate, num_train_epochs, warmup_proportion: the
+        original's schedule (AdamWeightDecay, linear warmup then decay), with
+        the steps rounded up (at least one). Its eval_batch_size,
+        save_checkpoints_steps and iterations_per_loop are unused (Keras
+        `fit`, one save at the end).
       overwrite: replace a non-empty output_dir.
 
     Returns:
@@ -100,10 +107,11 @@ def run_embeddings(init_checkpoint, output_dir=None, train_file=None, input_file
         if os.path.isdir(output_dir) and os.listdir(output_dir) and not overwrite:
             raise UserError("--output_dir=%s is not empty; pass --overwrite to replace it"
                             % output_dir)
-        if train_batch_size < 1:
-            raise UserError("--train_batch_size=%d: must be at least 1" % train_batch_size)
-        if num_train_epochs <= 0:
-            raise UserError("--num_train_epochs=%s: must be positive" % num_train_epochs)
+        if schedule.train_batch_size < 1:
+            raise UserError("--train_batch_size=%d: must be at least 1"
+                            % schedule.train_batch_size)
+        if schedule.num_train_epochs <= 0:
+            raise UserError("--num_train_epochs=%s: must be positive" % schedule.num_train_epochs)
     if do_encode:
         for flag, value in (("input_file", input_file), ("output_file", output_file)):
             if not value:
@@ -121,10 +129,9 @@ def run_embeddings(init_checkpoint, output_dir=None, train_file=None, input_file
                  embedder.normalize, embedder.preprocessor.max_seq_length, init_checkpoint)
     result = {}
     if do_train:
-        result.update(_train(embedder, pairs, output_dir, train_batch_size, learning_rate,
-                             num_train_epochs, warmup_proportion, overwrite))
+        result.update(_train(embedder, pairs, output_dir, schedule, overwrite))
     if do_encode:
-        vectors = embedder.encode(texts, batch_size=predict_batch_size)
+        vectors = embedder.encode(texts, batch_size=schedule.predict_batch_size)
         with fileio.atomic_write(output_file, mode="wb", encoding=None) as f:
             np.save(f, vectors)
         logs.result("Wrote %d embeddings of %d dimensions to %s", vectors.shape[0],
@@ -133,11 +140,11 @@ def run_embeddings(init_checkpoint, output_dir=None, train_file=None, input_file
     return result
 
 
-def _train(embedder, pairs, output_dir, batch_size, learning_rate, num_train_epochs,
-           warmup_proportion, overwrite):
+def _train(embedder, pairs, output_dir, schedule, overwrite):
     """Keras fit on in-batch negatives, then the embedder saved to output_dir."""
-    num_train_steps = max(1, int(math.ceil(len(pairs) / batch_size * num_train_epochs)))
-    num_warmup_steps = int(num_train_steps * warmup_proportion)
+    batch_size = schedule.train_batch_size
+    num_train_steps = max(1, int(math.ceil(len(pairs) / batch_size * schedule.num_train_epochs)))
+    num_warmup_steps = int(num_train_steps * schedule.warmup_proportion)
     logging.info("***** Running training *****")
     logging.info("  Num pairs = %d", len(pairs))
     logging.info("  Batch size = %d", batch_size)
@@ -147,7 +154,7 @@ def _train(embedder, pairs, output_dir, batch_size, learning_rate, num_train_epo
     dataset = (tf.data.Dataset.from_tensor_slices((anchors, positives))
                .shuffle(len(pairs), seed=12345, reshuffle_each_iteration=True)
                .repeat().batch(batch_size))
-    embedder.compile(optimizer=create_optimizer(learning_rate, num_train_steps,
+    embedder.compile(optimizer=create_optimizer(schedule.learning_rate, num_train_steps,
                                                 num_warmup_steps))
     history = embedder.fit(dataset, steps_per_epoch=num_train_steps, epochs=1, verbose=0,
                            callbacks=[StepProgress(num_train_steps)])

@@ -25,6 +25,7 @@ from bert_tf.runs import finetuning
 from bert_tf.tasks.multiple_choice import MultipleChoiceTask
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
+from bert_tf.training.schedule import Schedule
 
 # The files each split's examples come from, for the errors that name them.
 _SPLITS = {"train": "train", "eval": "dev", "predict": "test"}
@@ -32,11 +33,8 @@ _SPLITS = {"train": "train", "eval": "dev", "predict": "test"}
 
 def run_multiple_choice(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=None,
                         do_lower_case=True, max_seq_length=128, do_train=False, do_eval=False,
-                        do_predict=False, train_batch_size=32, eval_batch_size=8,
-                        predict_batch_size=8, learning_rate=5e-5, num_train_epochs=3.0,
-                        warmup_proportion=0.1, save_checkpoints_steps=1000,
-                        iterations_per_loop=1000, scale_out=ScaleOut(), dev_eval=DevEval(),
-                        overwrite_output_dir=False):
+                        do_predict=False, schedule=Schedule(), scale_out=ScaleOut(),
+                        dev_eval=DevEval(), overwrite_output_dir=False):
     """Trains, evaluates and predicts multiple choice as run_classifier does a classifier.
 
     Args:
@@ -44,6 +42,8 @@ def run_multiple_choice(data_dir, bert_config_file, vocab_file, output_dir, init
         (`multiple_choice_data`); every file the run reads has the same
         number of endings.
       bert_config_file, vocab_file, output_dir and the rest: run_classifier's flags.
+      schedule: a `Schedule` (batch sizes, learning rate, epochs, warm-up,
+        checkpoint cadence): run_classifier's.
       scale_out: a `ScaleOut` (strategy, XLA, precision, accumulation, ...).
       dev_eval: a `DevEval` (evaluation on the dev file while training, the
         best checkpoint, early stopping).
@@ -64,11 +64,9 @@ def run_multiple_choice(data_dir, bert_config_file, vocab_file, output_dir, init
     # A rerun against the run output_dir holds, before anything is written.
     record = finetuning.run_record(
         output_dir, "run_multiple_choice", "multiple_choice", do_train, overwrite_output_dir,
-        scale_out, dev_eval, dict(init_checkpoint=init_checkpoint, do_lower_case=do_lower_case,
-                                  max_seq_length=max_seq_length,
-                                  train_batch_size=train_batch_size, learning_rate=learning_rate,
-                                  num_train_epochs=num_train_epochs,
-                                  warmup_proportion=warmup_proportion),
+        scale_out, dev_eval, schedule, dict(init_checkpoint=init_checkpoint,
+                                            do_lower_case=do_lower_case,
+                                            max_seq_length=max_seq_length),
         bert_config_file=bert_config_file, vocab_file=vocab_file, num_labels=1,
         do_lower_case=do_lower_case, max_seq_length=max_seq_length, data={"data_dir": data_dir})
     # The head is the classifier's with one label: output_weights [1, hidden_size].
@@ -84,9 +82,7 @@ def run_multiple_choice(data_dir, bert_config_file, vocab_file, output_dir, init
     task = MultipleChoiceTask(bert_config, num_choices)
     return finetuning.train_evaluate_predict(
         task, _MultipleChoiceRecords(examples, tokenizer, max_seq_length, task, num_choices),
-        output_dir, "run_multiple_choice", train_batch_size, eval_batch_size,
-        predict_batch_size, learning_rate, num_train_epochs, warmup_proportion,
-        save_checkpoints_steps, iterations_per_loop, scale_out,
+        output_dir, "run_multiple_choice", scale_out, schedule=schedule,
         init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval, run_record=record)
 
 

@@ -25,6 +25,7 @@ from bert_tf.runs import finetuning
 from bert_tf.tasks.token_classification import TokenClassificationTask
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
+from bert_tf.training.schedule import Schedule
 
 
 def _label_list(output_dir, init_checkpoint, train_sentences, train_file, overwrite=False):
@@ -53,10 +54,8 @@ def _label_list(output_dir, init_checkpoint, train_sentences, train_file, overwr
 
 def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=None,
             do_lower_case=True, max_seq_length=128, doc_stride=64, do_train=False,
-            do_eval=False, do_predict=False, train_batch_size=32, eval_batch_size=8,
-            predict_batch_size=8, learning_rate=5e-5, num_train_epochs=3.0,
-            warmup_proportion=0.1, save_checkpoints_steps=1000, iterations_per_loop=1000,
-            scale_out=ScaleOut(), dev_eval=DevEval(), overwrite_output_dir=False):
+            do_eval=False, do_predict=False, schedule=Schedule(), scale_out=ScaleOut(),
+            dev_eval=DevEval(), overwrite_output_dir=False):
     """Trains, evaluates and predicts named entities (see the module docstring).
 
     Args:
@@ -66,6 +65,8 @@ def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=
       doc_stride: a sentence longer than max_seq_length - 2 WordPiece tokens
         is cut into windows that start every doc_stride tokens; each word is
         labelled in the window where it has the most context.
+      schedule: a `Schedule` (batch sizes, learning rate, epochs, warm-up,
+        checkpoint cadence): run_classifier's.
       scale_out: a `ScaleOut` (strategy, XLA, precision, accumulation, ...).
       dev_eval: a `DevEval`: evaluation on dev.txt while training, the best
         checkpoint (by f1), early stopping.
@@ -101,11 +102,10 @@ def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=
     # A rerun against the run output_dir holds, before anything is written.
     record = finetuning.run_record(
         output_dir, "run_ner", "token_classification", do_train, overwrite_output_dir,
-        scale_out, dev_eval, dict(init_checkpoint=init_checkpoint, do_lower_case=do_lower_case,
-                                  max_seq_length=max_seq_length, doc_stride=doc_stride,
-                                  train_batch_size=train_batch_size, learning_rate=learning_rate,
-                                  num_train_epochs=num_train_epochs,
-                                  warmup_proportion=warmup_proportion),
+        scale_out, dev_eval, schedule, dict(init_checkpoint=init_checkpoint,
+                                            do_lower_case=do_lower_case,
+                                            max_seq_length=max_seq_length,
+                                            doc_stride=doc_stride),
         bert_config_file=bert_config_file, vocab_file=vocab_file, labels=label_list,
         num_labels=len(label_list), do_lower_case=do_lower_case, max_seq_length=max_seq_length,
         doc_stride=doc_stride, data={"data_dir": data_dir})
@@ -123,10 +123,8 @@ def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=
     task = TokenClassificationTask(bert_config, len(label_list), labels=label_list)
     return finetuning.train_evaluate_predict(
         task, _NerRecords(sentences, features, label_list, max_seq_length, do_train),
-        output_dir, "run_ner", train_batch_size, eval_batch_size, predict_batch_size,
-        learning_rate, num_train_epochs, warmup_proportion, save_checkpoints_steps,
-        iterations_per_loop, scale_out, init_checkpoint=init_checkpoint, dev_eval=dev_eval,
-        do_eval=do_eval, run_record=record)
+        output_dir, "run_ner", scale_out, schedule=schedule, init_checkpoint=init_checkpoint,
+        dev_eval=dev_eval, do_eval=do_eval, run_record=record)
 
 
 # The course's name of each CoNLL split, and the file of each one's predicted labels.

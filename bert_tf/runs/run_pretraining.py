@@ -84,7 +84,7 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
     # A rerun against the run output_dir holds, before anything is written.
     record = finetuning.run_record(
         output_dir, "run_pretraining", "pretraining", do_train, overwrite_output_dir, scale_out,
-        None, dict(init_checkpoint=init_checkpoint, max_seq_length=max_seq_length,
+        None, None, dict(init_checkpoint=init_checkpoint, max_seq_length=max_seq_length,
                    max_predictions_per_seq=max_predictions_per_seq,
                    train_batch_size=train_batch_size, learning_rate=learning_rate,
                    num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps),

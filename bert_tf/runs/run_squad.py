@@ -31,6 +31,7 @@ from bert_tf.tasks.squad import SquadTask
 from bert_tf.training import distribute
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
+from bert_tf.training.schedule import Schedule
 from bert_tf.training.trainer import Trainer
 
 
@@ -60,9 +61,7 @@ def validate_flags_or_throw(bert_config, bert_config_file, do_lower_case, init_c
 
 def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict_file=None,
               init_checkpoint=None, do_lower_case=True, max_seq_length=384, doc_stride=128,
-              max_query_length=64, do_train=False, do_predict=False, train_batch_size=32,
-              predict_batch_size=8, learning_rate=5e-5, num_train_epochs=3.0,
-              warmup_proportion=0.1, save_checkpoints_steps=1000, iterations_per_loop=1000,
+              max_query_length=64, do_train=False, do_predict=False, schedule=Schedule(),
               n_best_size=20, max_answer_length=30, verbose_logging=False,
               version_2_with_negative=False, null_score_diff_threshold=0.0,
               scale_out=ScaleOut(), dev_eval=DevEval(), overwrite_output_dir=False):
@@ -71,6 +70,9 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
     Args:
       bert_config_file, vocab_file, output_dir, train_file, predict_file and
         the rest: the original's flags.
+      schedule: a `Schedule`, the original's flags of the batch sizes, the
+        learning rate, the epochs, the warm-up and the checkpoint cadence
+        (`eval_batch_size` is unused: evaluation is a prediction).
       scale_out: a `ScaleOut`, the new flags (strategy, XLA, precision,
         accumulation, optimizer, logging).
       dev_eval: a `DevEval`: with `eval_every_steps`, training scores the
@@ -95,7 +97,7 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
     validate_flags_or_throw(bert_config, bert_config_file, do_lower_case, init_checkpoint,
                             do_train, train_file, do_predict, predict_file, max_seq_length,
                             max_query_length, doc_stride, n_best_size, max_answer_length,
-                            predict_batch_size)
+                            schedule.predict_batch_size)
     dev_eval.check()
     if scale_out.bucket_by_length:
         raise UserError("--bucket_by_length: run_squad keeps every row whole (the original's "
@@ -110,12 +112,10 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
     # A rerun against the run output_dir holds, before anything is written.
     record = finetuning.run_record(
         output_dir, "run_squad", "squad", do_train, overwrite_output_dir, scale_out, dev_eval,
-        dict(init_checkpoint=init_checkpoint, do_lower_case=do_lower_case,
-             max_seq_length=max_seq_length, doc_stride=doc_stride,
-             max_query_length=max_query_length,
-             version_2_with_negative=version_2_with_negative,
-             train_batch_size=train_batch_size, learning_rate=learning_rate,
-             num_train_epochs=num_train_epochs, warmup_proportion=warmup_proportion),
+        schedule, dict(init_checkpoint=init_checkpoint, do_lower_case=do_lower_case,
+                       max_seq_length=max_seq_length, doc_stride=doc_stride,
+                       max_query_length=max_query_length,
+                       version_2_with_negative=version_2_with_negative),
         bert_config_file=bert_config_file, vocab_file=vocab_file,
         do_lower_case=do_lower_case, max_seq_length=max_seq_length, doc_stride=doc_stride,
         data={"train_file": train_file})
@@ -165,11 +165,12 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
                         max_query_length, is_training=False, output_fn=append_feature)
                 finetuning.log_run("Running predictions", num_orig_examples=len(predict_examples),
                                    num_split_examples=len(eval_features),
-                                   batch_size=predict_batch_size)
+                                   batch_size=schedule.predict_batch_size)
                 spec = squad_data.name_to_features(max_seq_length, is_training=False)
                 predict_data["features"] = eval_features
                 predict_data["input"] = input_pipeline.finite_records_input(
-                    eval_file, spec, len(eval_features), predict_batch_size, limits=limits)
+                    eval_file, spec, len(eval_features), schedule.predict_batch_size,
+                    limits=limits)
             return predict_data["input"], predict_data["features"]
 
         def predict_and_score(directory):
@@ -209,8 +210,7 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
             if dev_eval.enabled:
                 predict_input()
                 keeper = finetuning.best_checkpoint(trainer, dev_eval, dev_scores)
-            num_train_steps, num_warmup_steps = finetuning.train_schedule(
-                len(train_examples), train_batch_size, num_train_epochs, warmup_proportion)
+            num_train_steps, num_warmup_steps = schedule.train_steps(len(train_examples))
             # Pre-shuffle the input to avoid having to make a very large shuffle
             # buffer in the `input_fn`.
             train_examples = list(train_examples)
@@ -221,13 +221,12 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
                     train_examples, tokenizer, max_seq_length, doc_stride, max_query_length,
                     is_training=True, output_fn=writer.process_feature)
             finetuning.log_run("Running training", num_orig_examples=len(train_examples),
-                               num_split_examples=writer.num_features, batch_size=train_batch_size,
-                               num_steps=num_train_steps)
+                               num_split_examples=writer.num_features,
+                               batch_size=schedule.train_batch_size, num_steps=num_train_steps)
             spec = squad_data.name_to_features(max_seq_length, is_training=True)
             finetuning.train_on_records(
-                trainer, train_file, spec, limits, train_batch_size, num_train_steps,
-                learning_rate, num_warmup_steps, save_checkpoints_steps, iterations_per_loop,
-                scale_out, init_checkpoint=init_checkpoint, keeper=keeper,
+                trainer, train_file, spec, limits, num_train_steps, num_warmup_steps, scale_out,
+                schedule=schedule, init_checkpoint=init_checkpoint, keeper=keeper,
                 afterwards="predicting with its model" if do_predict else None)
         finetuning.use_best_checkpoint(trainer, dev_eval, keeper)
 

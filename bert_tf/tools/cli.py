@@ -13,9 +13,10 @@ calls, declared as one `Tool`:
 
 The call is derived, not written out: each keyword argument of the function
 gets the flag of its name; an argument whose default is an option group
-(`bert_tf.options`: `ScaleOut`, `DevEval`) gets the group built from the
-flags of its fields. `Tool.check` says which flags reach no argument (a
-test holds every tool to none).
+(`bert_tf.options`: `ScaleOut`, `DevEval`, `Schedule`) gets the group built
+from the flags of its fields (a field the tool has no flag for keeps the
+default group's value). `Tool.check` says which flags reach no argument, or
+default to another value than theirs (a test holds every tool to none).
 
 Each tool parses into its own `absl.flags.FlagValues` (absl's logging flags,
 `--verbosity` / `-v` among them, are shared), so a process may run any
@@ -172,10 +173,11 @@ class Tool(object):
             elif name in values and not self._ignored(name):
                 arguments[name] = values[name]
             elif dataclasses.is_dataclass(parameter.default):
-                group = type(parameter.default)
-                arguments[name] = group(**{field.name: values[field.name]
-                                           for field in dataclasses.fields(group)
-                                           if field.name in values})
+                # The argument's default group, with the fields the tool has flags for.
+                arguments[name] = dataclasses.replace(
+                    parameter.default, **{field.name: values[field.name]
+                                          for field in dataclasses.fields(parameter.default)
+                                          if field.name in values})
         return arguments
 
     def _ignored(self, name):
@@ -185,7 +187,9 @@ class Tool(object):
         """What does not match between the flags and the function (a list; [] is right).
 
         A flag that reaches no argument, an argument without a default that
-        no flag gives, and a flag whose default is not the argument's.
+        no flag gives, and a flag whose default is not the argument's (for
+        a field of an option group: not the field's in the argument's
+        default group).
         """
         used = set()
         problems = []
@@ -194,7 +198,13 @@ class Tool(object):
             if parameter.name == self.positional:
                 continue
             if dataclasses.is_dataclass(parameter.default):
-                used.update(field.name for field in dataclasses.fields(parameter.default))
+                for field in dataclasses.fields(parameter.default):
+                    used.add(field.name)
+                    value = getattr(parameter.default, field.name)
+                    if field.name in by_name and by_name[field.name].default != value:
+                        problems.append("--%s defaults to %r, argument %s.%s to %r" % (
+                            field.name, by_name[field.name].default, parameter.name,
+                            field.name, value))
             elif parameter.name in by_name:
                 used.add(parameter.name)
                 default = by_name[parameter.name].default

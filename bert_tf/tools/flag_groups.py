@@ -4,13 +4,16 @@ A flag is a `Flag` (its kind, name, default and help: the original's, for
 the original's flags); a tool lists the groups and flags it takes
 (`bert_tf.tools.cli.Tool`), and its run receives each value as the keyword
 argument of the same name. The option groups of the library
-(`bert_tf.training.scale_out.ScaleOut`, `bert_tf.training.dev_eval.DevEval`)
-are flags too: `options(group)` makes one flag per field, from the field's
-own default and help (`bert_tf.options.option`), so a field added there is a
-flag of every tool whose run takes the group.
+(`bert_tf.training.scale_out.ScaleOut`, `bert_tf.training.dev_eval.DevEval`,
+`bert_tf.training.schedule.Schedule`) are flags too: `options(group)` makes
+one flag per field, from the field's own default and help
+(`bert_tf.options.option`), so a field added there is a flag of every tool
+whose run takes the group.
 
 `with_default` / `with_help` give one tool its own default or help for a
-shared flag (run_squad's `max_seq_length` is 384, as the original's).
+shared flag (run_squad's `max_seq_length` is 384, as the original's); for a
+field of an option group, the tool's function then takes the group with that
+default (run_embeddings: `schedule=Schedule(learning_rate=2e-5, ...)`).
 """
 
 import dataclasses
@@ -19,6 +22,7 @@ import typing
 from bert_tf.options import option_fields
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
+from bert_tf.training.schedule import Schedule
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,28 +136,27 @@ DO_TRAIN = boolean("do_train", False, "Whether to run training.")
 DO_EVAL = boolean("do_eval", False, "Whether to run eval on the dev set.")
 DO_PREDICT = boolean("do_predict", False,
                      "Whether to run the model in inference mode on the test set.")
-TRAIN_BATCH_SIZE = integer("train_batch_size", 32, "Total batch size for training.")
-EVAL_BATCH_SIZE = integer("eval_batch_size", 8, "Total batch size for eval.")
-PREDICT_BATCH_SIZE = integer("predict_batch_size", 8, "Total batch size for predict.")
-LEARNING_RATE = float_("learning_rate", 5e-5, "The initial learning rate for Adam.")
-NUM_TRAIN_EPOCHS = float_("num_train_epochs", 3.0, "Total number of training epochs to perform.")
-WARMUP_PROPORTION = float_(
-    "warmup_proportion", 0.1,
-    "Proportion of training to perform linear learning rate warmup for. "
-    "E.g., 0.1 = 10% of training.")
-SAVE_CHECKPOINTS_STEPS = integer("save_checkpoints_steps", 1000,
-                                 "How often to save the model checkpoint.")
-ITERATIONS_PER_LOOP = integer("iterations_per_loop", 1000,
-                              "How many steps to make in each estimator call (here: in "
-                              "each tf.function call, on every device).")
+# The schedule of a fine-tuning run (the original's run_classifier / run_squad flags): one
+# flag per field of `Schedule`. Each is also named here, for the tools that take some of
+# them (run_squad, run_embeddings, run_pretraining), some with a default or help of their own.
+SCHEDULE = options(Schedule)
+_SCHEDULE = {flag.name: flag for flag in SCHEDULE}
+TRAIN_BATCH_SIZE = _SCHEDULE["train_batch_size"]
+EVAL_BATCH_SIZE = _SCHEDULE["eval_batch_size"]
+PREDICT_BATCH_SIZE = _SCHEDULE["predict_batch_size"]
+LEARNING_RATE = _SCHEDULE["learning_rate"]
+NUM_TRAIN_EPOCHS = _SCHEDULE["num_train_epochs"]
+WARMUP_PROPORTION = _SCHEDULE["warmup_proportion"]
+SAVE_CHECKPOINTS_STEPS = _SCHEDULE["save_checkpoints_steps"]
+ITERATIONS_PER_LOOP = _SCHEDULE["iterations_per_loop"]
 TPU_JOB_NAME = string("tpu_job_name", None,
                       "Name of TPU worker, if anything other than 'tpu_worker'",
                       ignored="--tpu_job_name is ignored: TPUStrategy finds the TPU workers "
                               "itself")
 
-# The schedule of a fine-tuning run (the original's run_classifier / run_squad flags).
-FINETUNING_SCHEDULE = (LEARNING_RATE, NUM_TRAIN_EPOCHS, WARMUP_PROPORTION,
-                       SAVE_CHECKPOINTS_STEPS, ITERATIONS_PER_LOOP)
+# The schedule's flags but the batch sizes (run_squad names its own two).
+FINETUNING_SCHEDULE = tuple(flag for flag in SCHEDULE if flag not in (
+    TRAIN_BATCH_SIZE, EVAL_BATCH_SIZE, PREDICT_BATCH_SIZE))
 # Where a training run runs (the original's TPU flags) and how (new: strategy,
 # precision, XLA, accumulation, optimizer, logging, recomputation, seed).
 SCALE_OUT = options(ScaleOut) + (TPU_JOB_NAME,)
@@ -170,8 +173,7 @@ TASK_NAME = string("task_name", None, "The name of the task to train.")
 # What a fine-tuning tool does (train, eval, predict) and how: the flags that
 # follow --max_seq_length (and run_ner's --doc_stride) in run_classifier,
 # run_classifier_with_tfhub, run_ner and run_multiple_choice.
-FINETUNING = ((DO_TRAIN, DO_EVAL, DO_PREDICT, TRAIN_BATCH_SIZE, EVAL_BATCH_SIZE,
-               PREDICT_BATCH_SIZE) + FINETUNING_SCHEDULE + SCALE_OUT + DEV_EVAL
+FINETUNING = ((DO_TRAIN, DO_EVAL, DO_PREDICT) + SCHEDULE + SCALE_OUT + DEV_EVAL
               + (OVERWRITE_OUTPUT_DIR,))
 # Both classifier tools' flags beyond their model's (run_classifier: MODEL;
 # run_classifier_with_tfhub: --bert_hub_module_handle).

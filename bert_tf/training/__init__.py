@@ -12,6 +12,9 @@
                 XLA, precision, accumulation) and what they make.
   output_dir    model.ckpt-N, the checkpoint cadence (`Checkpoints`, one home
                 for `Trainer` and the Keras callback), eval_results.txt.
+  schedule      Schedule: the fine-tuning runs' batch sizes, learning rate,
+                epochs, warm-up and checkpoint cadence (their flags), and the
+                steps they make of a training set.
   dev_eval      DevEval, BestCheckpoint: evaluation on the dev set while
                 training, the best checkpoint, early stopping (Trainer's and
                 Keras `fit`'s).
@@ -20,7 +23,8 @@
   progress      progress logs (steps/s, examples/s, ETA) and TensorBoard scalars.
 
 The names below load on first use (PEP 562): importing an option group
-(`bert_tf.training.scale_out`, `bert_tf.training.dev_eval`) or
+(`bert_tf.training.scale_out`, `bert_tf.training.dev_eval`,
+`bert_tf.training.schedule`) or
 `bert_tf.training.preemption` loads neither TensorFlow nor Keras.
 """
 
@@ -41,6 +45,7 @@ _LAZY = {
     "Trainer": "bert_tf.training.trainer",
     "DevEval": "bert_tf.training.dev_eval",
     "ScaleOut": "bert_tf.training.scale_out",
+    "Schedule": "bert_tf.training.schedule",
 }
 
 __all__ = sorted(_LAZY)
