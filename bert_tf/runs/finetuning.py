@@ -2,8 +2,10 @@
 `run_ner`, `run_multiple_choice`).
 
 The original's `main()`s computed the schedule from the number of training
-examples (here `Schedule.train_steps`, `bert_tf.training.schedule`), wrote the features to TFRecords in `output_dir`, and handed an
-`input_fn` to the Estimator. These helpers do the same for a `Trainer`.
+examples (here `bert_tf.training.schedule.Schedule.train_steps`), wrote the
+features to TFRecords in `output_dir`, and handed an `input_fn` to the
+Estimator. These helpers do the same for a `Trainer`, on the run's
+`Schedule`.
 `check_start_checkpoint` (run_pretraining's too) refuses a config that is not
 the checkpoint's before the run writes anything; `check_run_flags` and
 `read_bert_config` are the checks run_classifier, run_ner and

@@ -1,4 +1,4 @@
-"""The schedule of a fine-tuning run: its batch sizes, learning rate, epochs, warm-up, checkpoint cadence.
+"""A fine-tuning run's schedule: its batch sizes, learning rate, epochs, warm-up, checkpoints.
 
 `Schedule` holds what the original run_classifier.py's flags of the same
 names say (`--train_batch_size`, `--eval_batch_size`, `--predict_batch_size`,
