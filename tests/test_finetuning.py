@@ -40,6 +40,26 @@ def test_train_steps_refuse_flags_without_a_step(args, message):
         schedule.train_steps(num_train_examples)
 
 
+def test_the_run_record_holds_the_schedules_training_flags(tmp_path):
+    """A run's `Schedule` is recorded by the flags that change the weights (a rerun compares
+    them): the batch size, learning rate, epochs and warm-up; the rest is not recorded."""
+    from bert_tf.training.dev_eval import DevEval
+    from bert_tf.training.scale_out import ScaleOut
+    schedule = Schedule(train_batch_size=16, eval_batch_size=4, learning_rate=2e-5,
+                        num_train_epochs=2.0, save_checkpoints_steps=7)
+    record = finetuning.run_record(str(tmp_path / "out"), "run_classifier", "classifier", True,
+                                   False, ScaleOut(), DevEval(), schedule,
+                                   dict(task_name="MRPC", max_seq_length=128))
+    flags = record.record["training_flags"]
+    assert {k: flags[k] for k in ("train_batch_size", "learning_rate", "num_train_epochs",
+                                  "warmup_proportion")} == {
+        "train_batch_size": 16, "learning_rate": 2e-5, "num_train_epochs": 2.0,
+        "warmup_proportion": 0.1}
+    assert not {"eval_batch_size", "predict_batch_size", "save_checkpoints_steps",
+                "iterations_per_loop"} & set(flags)
+    assert not (tmp_path / "out").exists()
+
+
 def test_test_results_tsv_is_the_originals_format(tmp_path):
     probabilities = np.array([[0.25, 0.75], [1.0 / 3.0, 2.0 / 3.0]], np.float32)
     path = str(tmp_path / "test_results.tsv")
