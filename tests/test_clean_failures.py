@@ -44,6 +44,7 @@ from tests.test_pretraining import write_config
 from tests.test_pretraining import write_init_checkpoint
 from tests.test_pretraining import write_records
 from tests.tools import toolrun
+from tests.squad_task import write_squad_task
 
 CONFIG_HINT = "(is bert_config_file the checkpoint's config?)"
 # 16 variables per Transformer layer.
@@ -58,7 +59,7 @@ def files(tmp_path_factory):
     demo_corpus.write_sentence_pair_task(
         data_dir, sizes=(("train.tsv", 16), ("dev.tsv", 6), ("test.tsv", 5)))
     squad_file = str(tmp / "train-v1.1.json")
-    demo_corpus.write_squad_task(squad_file, 8)
+    write_squad_task(squad_file, 8)
     vocab_file = str(tmp / "vocab.txt")
     tokens = vocab.build_vocab([os.path.join(data_dir, "train.tsv")], vocab_file,
                                vocab_size=200, lower_thresh=2)

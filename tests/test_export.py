@@ -49,7 +49,7 @@ from bert_tf.data import classifier_data
 from bert_tf.data import classifier_processors
 from bert_tf.data import demo_corpus
 from bert_tf.data import vocab
-from bert_tf.data.text_features import build_pair_features
+from bert_tf.tokenization.pair_features import build_pair_features
 from bert_tf.errors import UserError
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling import precision

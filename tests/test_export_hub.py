@@ -22,7 +22,7 @@ import tensorflow as tf
 from bert_tf.modeling import checkpoint
 from bert_tf.export import hub as export_hub
 from bert_tf import tokenization
-from bert_tf.data.text_features import build_pair_features
+from bert_tf.tokenization.pair_features import build_pair_features
 from bert_tf.modeling.bert_model import BertModel
 from tests.test_pretraining import tiny_config
 from tests.test_pretraining import write_init_checkpoint

@@ -46,6 +46,7 @@ from bert_tf.export import quantize
 from bert_tf.export import saved_model as export
 from bert_tf.modeling import checkpoint
 from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 from bert_tf.training.optimization import create_optimizer
 from tests.test_pretraining import tiny_config
 from tests.test_pretraining import write_config
@@ -402,19 +403,33 @@ def test_bad_combinations_are_one_line_errors_and_write_nothing(trained):
 
 @pytest.mark.slow
 def test_regression_and_multi_label_heads(trained, tmp_path):
-    """STS-B's score and a multi-label classifier's sigmoid, multi-hot and labels."""
+    """STS-B's score and a multi-label classifier's sigmoid, multi-hot and labels; each
+    head's outputs under one set of names (`classifier.head_outputs`) in Keras's predict,
+    the SavedModel's signatures and the int8 export (the SavedModel adds `label`)."""
     features = features_of(trained["dev_texts"][:8])
-    for name, kwargs in (("regression", {"num_labels": 1, "is_regression": True}),
+    for name, kwargs in (("single_label", {"num_labels": 2}),
+                         ("regression", {"num_labels": 1, "is_regression": True}),
                          ("multi_label", {"num_labels": 3, "multi_label": True})):
         tf.keras.utils.set_random_seed(0)
         model = BertClassifier(trained["config"], **kwargs)
         logits = model(features, training=False)["logits"].numpy()
-        labels = ["a", "b", "c"] if kwargs.get("multi_label") else None
+        keras_names = set(model.predict(features, verbose=0)) - {"logits"}
+        labels = {"multi_label": ["a", "b", "c"], "single_label": ["0", "1"]}.get(name)
+        is_regression, multi_label = (kwargs.get("is_regression", False),
+                                      kwargs.get("multi_label", False))
         quantize.export_int8("classifier", name, model, trained["vocab"], True, SEQ_LENGTH,
-                             str(tmp_path / name), labels, kwargs.get("is_regression", False),
-                             kwargs.get("multi_label", False), threshold=0.5)
+                             str(tmp_path / name), labels, is_regression, multi_label,
+                             threshold=0.5)
         int8 = quantize.Int8Model(str(tmp_path / name))
         outputs = int8.predict_features(**features)
+        served = export.ClassifierServingModule(
+            model, GraphTokenizer(trained["vocab"], True), labels, is_regression, SEQ_LENGTH,
+            trained["vocab"], multi_label=multi_label).serve_features(
+                **{k: tf.constant(v) for k, v in features.items()})
+        assert (sorted(outputs) == int8.config["outputs"] == sorted(keras_names)
+                == sorted(set(served) - {"label"})), (name, sorted(served))
+        if name == "single_label":
+            continue
         if name == "regression":
             assert sorted(outputs) == ["score"]
             np.testing.assert_allclose(outputs["score"], logits[:, 0],

@@ -20,7 +20,6 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import tokenization
-from bert_tf.data import demo_corpus
 from bert_tf.data import squad_data
 from bert_tf.data import squad_predictions
 from bert_tf.data import squad_windows
@@ -28,6 +27,7 @@ from bert_tf.export.squad import SquadServingModule
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 from tests.data.test_squad_data import _write_vocab
 from tests import bare_tf
+from tests.squad_task import write_squad_task
 
 MAX_SEQ_LENGTH = 64
 DOC_STRIDE = 16
@@ -51,7 +51,7 @@ EDGE_CONTEXTS = [
 
 
 def _squad_json(path, num_questions):
-    demo_corpus.write_squad_task(path, num_questions)
+    write_squad_task(path, num_questions)
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     data["data"].append({"title": "edges", "paragraphs": [

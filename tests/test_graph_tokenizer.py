@@ -9,7 +9,7 @@
     context, with a vocab of single characters so that ids name characters
     (every code point against the FullTokenizer's digests,
     graph_tokenizer_digests.json, or the FullTokenizer itself under another key);
-  * `pack_pair` / `__call__` against `text_features.build_pair_features`;
+  * `pack_pair` / `__call__` against `pair_features.build_pair_features`;
   * a SavedModel run in a fresh process where tensorflow_text, keras and
     bert_tf cannot be imported.
 """
@@ -29,7 +29,7 @@ import tensorflow as tf
 from bert_tf.tokenization import graph_tokenizer
 from bert_tf.tokenization import full_tokenizer as tokenization
 from bert_tf.tokenization import vocab as vocab_module
-from bert_tf.data.text_features import build_pair_features
+from bert_tf.tokenization.pair_features import build_pair_features
 from bert_tf.errors import UserError
 from tests.test_tokenization import EDGE_TEXTS
 from tests.test_tokenization import TEST_VOCAB

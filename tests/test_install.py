@@ -38,7 +38,7 @@ LIGHT_MODULES = (
     "bert_tf.data.pretraining.instances", "bert_tf.data.pretraining.records",
     "bert_tf.data.pretraining.writing", "bert_tf.data.pretraining.workers",
     "bert_tf.data.pretraining.rng_plan", "bert_tf.data.vocab",
-    "bert_tf.data.demo_corpus", "bert_tf.data.text_features", "bert_tf.data.classifier_data",
+    "bert_tf.data.demo_corpus", "bert_tf.data.classifier_data",
     "bert_tf.data.classifier_processors",
     "bert_tf.data.squad_data", "bert_tf.data.squad_predictions", "bert_tf.data.squad_windows",
     "bert_tf.data.squad_evaluate", "bert_tf.data.ner_data", "bert_tf.data.embedding_data",

@@ -48,7 +48,7 @@ from bert_tf import tokenization
 from bert_tf import training
 from bert_tf.training.callbacks import CheckpointCallback
 from bert_tf.data import input_pipeline
-from bert_tf.data.text_features import build_pair_features
+from bert_tf.tokenization.pair_features import build_pair_features
 from bert_tf.errors import UserError
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertModel

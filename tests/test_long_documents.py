@@ -310,7 +310,7 @@ def test_regression_and_multi_label_documents_are_their_windows_mean_logits(kind
     np.testing.assert_allclose(documents["logits"], mean, rtol=1e-6)
     results = task.eval_results_from_predictions(outputs)
     if kind == "regression":
-        np.testing.assert_allclose(documents["predictions"], mean[:, 0], rtol=1e-6)
+        np.testing.assert_allclose(documents["score"], mean[:, 0], rtol=1e-6)
         want = classifier.pearson(mean[:, 0], labels[[0, 3, 4, 6]])
         assert results["pearson"] == pytest.approx(want)
         assert results["eval_loss"] == pytest.approx(
@@ -381,10 +381,9 @@ def test_a_bad_doc_stride_is_one_line_before_anything_is_written(files, preproce
         with open(os.path.join(mrpc_dir, name), "w", encoding="utf-8") as f:
             f.write("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t1\t2\tw01 w02\tw03\n")
     cases = [
-        ("zero", {"doc_stride": 0}, "--doc_stride=0: must be a positive number of tokens "
-                                    "below 14, the room of a window"),
+        ("zero", {"doc_stride": 0}, "--doc_stride=0: must be a positive integer, the tokens "
+                                    "from the start of one window to the next"),
         ("negative", {"doc_stride": -3}, "--doc_stride=-3: must be a positive"),
-        ("the room", {"doc_stride": 14}, "--doc_stride=14: must be a positive"),
         ("pairs", {"task_name": "mrpc", "data_dir": mrpc_dir},
          "--doc_stride cuts single texts into windows, but --task_name=mrpc has text pairs"),
     ]
@@ -398,11 +397,58 @@ def test_a_bad_doc_stride_is_one_line_before_anything_is_written(files, preproce
         assert not (files["tmp"] / ("bad_%d" % i)).exists(), name
     from bert_tf.errors import UserError
     config = BertConfig.from_json_file(files["config"])
-    with pytest.raises(UserError, match="BertClassifier: doc_stride=14: must be a positive"):
-        BertClassifier(config, 2, preprocessor=preprocessor, doc_stride=14)
+    with pytest.raises(UserError, match="BertClassifier: doc_stride=0: must be a positive"):
+        BertClassifier(config, 2, preprocessor=preprocessor, doc_stride=0)
     with pytest.raises(UserError, match="doc_stride= cuts raw text into windows: pass "
                                         "preprocessor="):
         BertClassifier(config, 2, doc_stride=7)
     model = BertClassifier(config, 2, preprocessor=preprocessor, doc_stride=7)
     with pytest.raises(UserError, match="cuts single texts into windows, not pairs"):
         model.predict({"text_a": ["w01"], "text_b": ["w02"]}, verbose=0)
+
+
+def test_every_task_checks_its_stride_by_one_rule_and_defaults_it_in_one_place():
+    """`text_windows.check_doc_stride` is the one rule (run_classifier, run_ner, run_squad,
+    the models, the exports); `text_windows.DOC_STRIDES` the one default of each task,
+    which its tool, its library function, its model and its export share."""
+    import inspect
+    from bert_tf.errors import UserError
+    from bert_tf.export.squad import SquadServingModule
+    from bert_tf.runs.run_ner import run_ner
+    from bert_tf.runs.run_squad import run_squad
+    from bert_tf.runs.run_squad import validate_flags_or_throw
+    from bert_tf.tasks.token_classification import BertTokenClassifier
+    from bert_tf.tools import export_saved_model as export_tool
+    from bert_tf.tools import run_classifier as classifier_tool
+    from bert_tf.tools import run_ner as ner_tool
+    from bert_tf.tools import run_squad as squad_tool
+    from tests.test_layout import library_files_matching
+
+    # No stride compared anywhere else.
+    assert library_files_matching(r"doc_stride\s*(<|>|<=|>=)\s*\d") == [
+        "bert_tf/data/text_windows.py"]
+    assert library_files_matching(r"def check_doc_stride\b") == ["bert_tf/data/text_windows.py"]
+    message = r"doc_stride=0: must be a positive integer, the tokens from the start of one"
+    with pytest.raises(UserError, match="^BertTokenClassifier: " + message):
+        BertTokenClassifier(one_layer_config(), 3, doc_stride=0)
+    with pytest.raises(UserError, match="^--" + message):
+        validate_flags_or_throw(one_layer_config(), "bert_config.json", True, None, True,
+                                "train.json", False, None, 64, 16, 0, 20, 30, 8)
+    assert text_windows.check_doc_stride(np.int64(5)) == 5
+    assert text_windows.check_doc_stride(None, optional=True) is None
+
+    def flag_default(tool):
+        return next(f.default for f in tool.TOOL.flags if f.name == "doc_stride")
+
+    def argument_default(function, name="doc_stride"):
+        return inspect.signature(function).parameters[name].default
+
+    strides = text_windows.DOC_STRIDES
+    assert flag_default(squad_tool) == argument_default(run_squad) == strides["squad"]
+    assert argument_default(SquadServingModule.__init__) == strides["squad"]
+    assert flag_default(ner_tool) == argument_default(run_ner) == strides["ner"]
+    assert argument_default(BertTokenClassifier.__init__) == strides["ner"]
+    assert flag_default(classifier_tool) is strides["classifier"] is None
+    assert argument_default(BertClassifier.__init__) is None
+    # The export's flag is unset: its stride is the run's, else the task's (test_run_record.py).
+    assert flag_default(export_tool) is None

@@ -59,12 +59,11 @@ def test_too_short_a_max_seq_length_is_one_line():
 
 
 def test_the_pair_features_have_one_home():
-    """build_pair_features and truncate_seq_pair live in tokenization; data uses those objects."""
+    """build_pair_features and truncate_seq_pair live in tokenization; nothing else defines them."""
     from bert_tf import tokenization
-    from bert_tf.data import text_features
     from bert_tf.tokenization import full_tokenizer
     homes = library_files_matching(r"^\s*def (build_pair_features|truncate_seq_pair)\b")
     assert homes == ["bert_tf/tokenization/pair_features.py"]
     for name in ("build_pair_features", "truncate_seq_pair", "PairFeatures"):
-        for module in (text_features, tokenization, full_tokenizer):
+        for module in (tokenization, full_tokenizer):
             assert getattr(module, name) is getattr(pair_features, name), (module, name)

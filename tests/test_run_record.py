@@ -186,16 +186,41 @@ def test_overwrite_output_dir_starts_the_run_anew(files, ner_run, tmp_path):  # 
 
 
 def test_the_export_takes_the_output_dir_alone(files, ner_run, tmp_path):  # noqa: F811
+    """Its windows too: without --doc_stride a text longer than a window is cut as the run
+    cut its sentences (the record's max_seq_length and doc_stride), not at a default."""
     export, _ = toolrun.run_tool("export_saved_model", [
         "--init_checkpoint=%s" % ner_run, "--export_dir=%s" % (tmp_path / "export"),
         "--version=1"])
-    serve = tf.saved_model.load(export).signatures["serving_default"]
-    text = "We met John Smith in Parisville and Acme Corp ."
+    loaded = tf.saved_model.load(export)
+    record = json.loads((ner_run / run_record.RECORD_FILE).read_text())
+    assert (int(loaded.doc_stride), int(loaded.max_seq_length)) == (
+        record["doc_stride"], record["max_seq_length"]) == (5, test_ner.MAX_SEQ_LENGTH)
+    serve = loaded.signatures["serving_default"]
+    # Words of several windows (room 14, a start every 5 sub-tokens).
+    text = " ".join(files["test"][-1][0] + ["We met John Smith in Parisville and Acme Corp ."] * 2)
     got = serve(text=tf.constant([text]))
     n = int(got["num_words"][0])
+    assert n == len(text.split()) > test_ner.MAX_SEQ_LENGTH
     model = bert_tf.from_pretrained(str(ner_run)).model
+    assert (model.max_seq_length, model.doc_stride) == (test_ner.MAX_SEQ_LENGTH, 5)
     assert [w.decode() for w in got["labels"][0][:n].numpy()] == model.predict_words(
         [text.split()])[0]
+
+
+def test_an_export_of_a_checkpoint_alone_windows_as_its_task_trains(files, ner_run, tmp_path):  # noqa: F811
+    """A checkpoint prefix carries no record: the stride is the one bert-run-ner trains
+    with when --doc_stride is not given (`text_windows.DOC_STRIDES`), not SQuAD's."""
+    from bert_tf.data import text_windows
+    from bert_tf.runs.run_ner import run_ner
+    import inspect
+    export, _ = toolrun.run_tool("export_saved_model", [
+        "--task_name=ner", "--init_checkpoint=%s" % tf.train.latest_checkpoint(str(ner_run)),
+        "--bert_config_file=%s" % files["config"], "--vocab_file=%s" % files["vocab"],
+        "--max_seq_length=%d" % test_ner.MAX_SEQ_LENGTH,
+        "--export_dir=%s" % (tmp_path / "export"), "--version=1"])
+    stride = int(tf.saved_model.load(export).doc_stride)
+    assert stride == text_windows.DOC_STRIDES["ner"] == inspect.signature(
+        run_ner).parameters["doc_stride"].default == 64
 
 
 def test_the_converter_takes_the_output_dir_alone(files, ner_run, tmp_path):  # noqa: F811

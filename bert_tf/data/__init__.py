@@ -1,12 +1,11 @@
 """Data for every task: text in, TFRecords out, tf.data pipelines back in.
 
   demo_corpus       real English from `pydoc_data.topics`: a pre-training
-                    corpus, a sentence-pair task (MRPC's layout), a SQuAD task.
+                    corpus, a sentence-pair task (MRPC's layout).
   vocab             learn a WordPiece vocab.txt (tensorflow-text's learner).
   pretraining/      the original create_pretraining_data (exact, sharded,
                     multi-process, on Beam), a module per job.
   tfrecord          TFRecord files without TensorFlow (tf.io.TFRecordWriter's bytes).
-  text_features     [CLS] a [SEP] b [SEP] features and truncate_seq_pair.
   classifier_data   run_classifier's examples, TSV reading, convert_single_example, records.
   classifier_processors
                     run_classifier's processors (GLUE, XNLI, multilabel) and the task registry.

@@ -46,9 +46,9 @@ from absl import logging
 from bert_tf import fileio
 from bert_tf import tokenization
 from bert_tf.data import text_windows
-from bert_tf.data.text_features import build_pair_features
 from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
+from bert_tf.tokenization.pair_features import build_pair_features
 
 # The features of a classifier record, in the original's OrderedDict order.
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "label_ids", "is_real_example")
@@ -514,19 +514,3 @@ def name_to_features(seq_length, is_regression=False, num_labels=None, windows=F
         "label_ids": tf.io.FixedLenFeature([], tf.float32 if is_regression else tf.int64),
         "is_real_example": tf.io.FixedLenFeature([], tf.int64),
     }
-
-
-def decode_record(record, name_to_features):  # pylint: disable=redefined-outer-name
-    """Decodes a record to a dict of Tensors (original: `_decode_record`).
-
-    tf.Example only supports tf.int64, but the TPU only supports tf.int32.
-    So cast all int64 to int32.
-    """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    example = tf.io.parse_single_example(record, name_to_features)
-    for name in list(example.keys()):
-        t = example[name]
-        if t.dtype == tf.int64:
-            t = tf.cast(t, tf.int32)
-        example[name] = t
-    return example

@@ -39,9 +39,9 @@ from bert_tf import tokenization
 from bert_tf.data import tfrecord
 from bert_tf.data.classifier_data import InputFeatures
 from bert_tf.data.classifier_data import features_to_example
-from bert_tf.data.text_features import build_pair_features
 from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
+from bert_tf.tokenization.pair_features import build_pair_features
 
 # split -> the file names it is read from, the first that exists.
 FILES = {"train": ("train.csv",), "dev": ("val.csv", "dev.csv"), "test": ("test.csv",)}

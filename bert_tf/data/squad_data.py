@@ -705,19 +705,3 @@ def name_to_features(seq_length, is_training):
         spec["start_positions"] = tf.io.FixedLenFeature([], tf.int64)
         spec["end_positions"] = tf.io.FixedLenFeature([], tf.int64)
     return spec
-
-
-def decode_record(record, name_to_features):
-    """Decodes a record to a TensorFlow example (dict name -> int32 Tensor).
-
-    tf.Example only supports tf.int64, but the TPU only supports tf.int32.
-    So cast all int64 to int32.
-    """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    example = tf.io.parse_single_example(record, name_to_features)
-    for name in list(example.keys()):
-        t = example[name]
-        if t.dtype == tf.int64:
-            t = tf.cast(t, tf.int32)
-        example[name] = t
-    return example

@@ -7,8 +7,10 @@ holds up to the room), so every token is in some window. Each window is a
 classifier example of its own; a text's logits are the mean of its windows'
 logits. Single texts only: a pair has no one text to cut.
 
-  Python (run_classifier's records, `bert_tf.data.classifier_data`):
-    check_doc_stride, spans
+  Every task's stride (run_squad's, run_ner's and the classifier's windows,
+  their models' and their exports'): DOC_STRIDES, default_doc_stride,
+    check_doc_stride
+  Python (run_classifier's records, `bert_tf.data.classifier_data`): spans
   Graph ops (`BertClassifier(doc_stride=...)` on raw text, the classifier export):
     window_features (TensorFlow is imported when it is called)
 
@@ -17,6 +19,8 @@ the split), by which evaluation and prediction put the windows back
 together; a batch of raw text's windows carry `text_index` (int32: the text
 of the batch each window is from), by which `BertClassifier` averages them.
 """
+
+import numbers
 
 from bert_tf.data import squad_windows
 from bert_tf.errors import UserError
@@ -27,15 +31,36 @@ DOCUMENT_INDEX = "document_index"
 TEXT_INDEX = "text_index"
 
 
-def check_doc_stride(doc_stride, max_seq_length, name="--doc_stride"):
-    """UserError unless doc_stride is None (no windows) or in [1, max_seq_length - 2)."""
-    if doc_stride is None:
-        return
-    room = max_seq_length - 2
-    if isinstance(doc_stride, bool) or not isinstance(doc_stride, int) or not 0 < doc_stride < room:
-        raise UserError("%s=%r: must be a positive number of tokens below %d, the room of a "
-                        "window (max_seq_length %d less [CLS] and [SEP])"
-                        % (name, doc_stride, room, max_seq_length))
+# Each task's window stride when --doc_stride is not given, read by its training
+# tool, its Keras model and its export alike (None: no windows, texts truncated).
+# An export of a training run's output_dir takes the run's own (bert_tf_run.json).
+DOC_STRIDES = {
+    "squad": 128,  # run_squad's (the original's)
+    "ner": 64,  # run_ner's
+    "classifier": None,  # run_classifier truncates, as the original
+}
+
+
+def default_doc_stride(task):
+    """The stride a task windows with when none is given (`DOC_STRIDES`; None: no windows)."""
+    return DOC_STRIDES[task]
+
+
+def check_doc_stride(doc_stride, name="--doc_stride", optional=False):
+    """`doc_stride` as an int, or a one-line UserError naming `name`: the one rule.
+
+    A stride is a positive integer: a window starts every `doc_stride`
+    tokens. One over a window's room is read as the room (run_squad's
+    `min(length, doc_stride)`): the windows then follow each other without
+    overlap, every token still in one. `optional`: None passes (no windows).
+    """
+    if doc_stride is None and optional:
+        return None
+    if (isinstance(doc_stride, bool) or not isinstance(doc_stride, numbers.Integral)
+            or doc_stride < 1):
+        raise UserError("%s=%r: must be a positive integer, the tokens from the start of one "
+                        "window to the next" % (name, doc_stride))
+    return int(doc_stride)
 
 
 def spans(num_tokens, max_seq_length, doc_stride):

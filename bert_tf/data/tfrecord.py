@@ -94,20 +94,10 @@ def crc32c_many(records):
     return register ^ _TABLES.init_term[lengths] ^ np.uint32(0xFFFFFFFF)
 
 
-def crc32c(data):
-    """CRC32C of one bytes object (an int)."""
-    return int(crc32c_many([bytes(data)])[0])
-
-
 def _masked(crc):
     crc = crc.astype(np.uint64)
     return (((crc >> np.uint64(15)) | (crc << np.uint64(17))) + np.uint64(_MASK_DELTA)
             ).astype(np.uint32)
-
-
-def masked_crc32c(data):
-    """TFRecord's masked CRC32C of `data` (an int)."""
-    return int(_masked(crc32c_many([bytes(data)]))[0])
 
 
 def frame_records(records):

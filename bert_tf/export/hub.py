@@ -50,7 +50,7 @@ Encoder (`output_dir/encoder`):
 
 Deviations from TF Hub's BERT preprocessors, all to follow the ORIGINAL BERT
 (`run_classifier.py` / `extract_features.py`, i.e.
-`bert_tf.data.text_features.build_pair_features`) exactly:
+`bert_tf.tokenization.pair_features.build_pair_features`) exactly:
   * Tokenization is `bert_tf.tokenization.graph_tokenizer.GraphTokenizer`: FullTokenizer's
     exact ids from core TensorFlow ops, so neither SavedModel needs
     tensorflow_text (TF Hub's need its ops registered with
@@ -94,7 +94,7 @@ ENCODER_INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 def pack_inputs(segments, seq_length, cls_id, sep_id):
-    """`[CLS] a [SEP] (b [SEP])` under TF Hub's keys, as `text_features.build_pair_features`.
+    """`[CLS] a [SEP] (b [SEP])` under TF Hub's keys, as `pair_features.build_pair_features`.
 
     `graph_tokenizer.pack_segments` (the packing of `GraphTokenizer.pack_pair`)
     with a seq_length that may be a Tensor (TF Hub's `bert_pack_inputs` takes

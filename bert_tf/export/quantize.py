@@ -61,6 +61,7 @@ from bert_tf.export import onnx as onnx_export
 from bert_tf.export import serving_module
 from bert_tf.modeling import padding
 from bert_tf.modeling import precision
+from bert_tf.tasks import classifier
 from bert_tf.tasks import embeddings
 
 QUANTIZE = ("int8",)
@@ -121,14 +122,8 @@ def feature_outputs(kind, model, features, is_regression=False, multi_label=Fals
                     threshold=0.5, pooling="mean", normalize=False):
     """The numeric outputs of the SavedModel's serve_features (no strings) on a features dict."""
     if kind == "classifier":
-        logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, labels]
-        if is_regression:
-            return {"score": tf.reshape(logits, [-1])}  # [B]
-        if multi_label:
-            probabilities = tf.sigmoid(logits)  # [B, labels]
-            return {"probabilities": probabilities,
-                    "predictions": tf.cast(probabilities >= threshold, tf.int32)}
-        return {"probabilities": tf.nn.softmax(logits, axis=-1)}  # [B, labels]
+        return classifier.head_outputs(model(features, training=False)["logits"],
+                                       is_regression, multi_label, threshold)
     if kind == "embeddings":
         out = model(features["input_ids"], input_mask=features["input_mask"],
                     token_type_ids=features["segment_ids"], training=False)

@@ -125,6 +125,7 @@ from bert_tf.tasks import embeddings
 from bert_tf.tasks import multiple_choice
 from bert_tf.tasks.classifier import BertClassifier
 from bert_tf.tasks.classifier import check_threshold
+from bert_tf.tasks.classifier import head_outputs
 from bert_tf.tasks.pretraining import BertPretrainer
 from bert_tf.tasks.squad import BertSquad
 from bert_tf.tasks.token_classification import BertTokenClassifier
@@ -142,8 +143,6 @@ NER = "ner"
 FORMATS = ("saved_model", "tfhub", onnx_export.FORMAT)
 # The feature rows' length when --max_seq_length is not given (an embedder: its own).
 DEFAULT_MAX_SEQ_LENGTH = 128
-# SQuAD's and NER's window stride when --doc_stride is not given (run_squad's default).
-DEFAULT_DOC_STRIDE = 128
 VOCAB_ASSET = "vocab.txt"
 
 
@@ -463,21 +462,19 @@ class ClassifierServingModule(_ServingModule):
             autograph=False)
 
     def outputs(self, features):
-        logits = tf.cast(self.model(features, training=False)["logits"],
-                         tf.float32)  # [B, num_labels]
+        outputs = head_outputs(self.model(features, training=False)["logits"],
+                               self.is_regression, self._multi_label, self._threshold)
         if self.is_regression:
-            return {"score": tf.reshape(logits, [-1])}  # [B]
+            return outputs  # score [B]
         if self._multi_label:
-            probabilities = tf.sigmoid(logits)  # [B, num_labels]
-            over = probabilities >= self._threshold  # [B, num_labels]
+            over = outputs["predictions"] > 0  # [B, num_labels]
             names = tf.broadcast_to(tf.constant(self._labels), tf.shape(over))
-            label = tf.strings.reduce_join(tf.ragged.boolean_mask(names, over), axis=-1,
-                                           separator=",")  # [B]
-            return {"probabilities": probabilities,
-                    "predictions": tf.cast(over, tf.int32), "label": label}
-        probabilities = tf.nn.softmax(logits, axis=-1)  # [B, num_labels]
-        label = tf.gather(tf.constant(self._labels), tf.argmax(probabilities, axis=-1))  # [B]
-        return {"probabilities": probabilities, "label": label}
+            outputs["label"] = tf.strings.reduce_join(
+                tf.ragged.boolean_mask(names, over), axis=-1, separator=",")  # [B]
+            return outputs
+        outputs["label"] = tf.gather(tf.constant(self._labels),
+                                     tf.argmax(outputs["probabilities"], axis=-1))  # [B]
+        return outputs
 
     def _serve_windows(self, text_a):
         # Every window of every text through the model at once; the model's
@@ -741,9 +738,11 @@ def export_saved_model(task_name=None, bert_config_file=None, vocab_file=None,
         writes `<version>/preprocessor/` and `<version>/encoder/`), or "onnx"
         (a classifier task, "encoder", "embeddings" or "multiple_choice":
         `<version>/model.onnx` of serve_features, see `bert_tf.export.onnx`).
-      doc_stride, max_query_length, n_best_size, max_answer_length: SQuAD's
-        (doc_stride None: 128; ner's windows too). A classifier with
-        `doc_stride` (new) serves long single texts: see
+      doc_stride, max_query_length, n_best_size, max_answer_length: SQuAD's.
+        doc_stride None: the training run's (a run's output_dir), else the
+        task's training default (`text_windows.DOC_STRIDES`: squad 128, as
+        run_squad; ner 64, as bert-run-ner; a classifier none). A classifier
+        with `doc_stride` (new) serves long single texts: see
         `ClassifierServingModule`.
       mixed_precision: None (float32), "bf16" or "fp16": the exported model
         computes in bfloat16 / float16 (float32 variables; the signatures
@@ -867,10 +866,12 @@ def export_saved_model(task_name=None, bert_config_file=None, vocab_file=None,
     if max_seq_length < 3:
         raise UserError("--max_seq_length=%d is too short for [CLS] a [SEP] b [SEP]"
                         % max_seq_length)
-    if kind == CLASSIFIER:
-        text_windows.check_doc_stride(doc_stride, max_seq_length)
-    elif doc_stride is None:
-        doc_stride = DEFAULT_DOC_STRIDE
+    if kind in (CLASSIFIER, SQUAD, NER):
+        # The run's own stride where its record gives it (recorded_run), else the
+        # stride its task trains with (`text_windows.DOC_STRIDES`; a classifier: none).
+        if doc_stride is None:
+            doc_stride = text_windows.default_doc_stride(kind)
+        doc_stride = text_windows.check_doc_stride(doc_stride, optional=kind == CLASSIFIER)
     check_checkpoint(prefix, config, kind, num_labels, bert_config_file, task_name)
     final_dir = version_dir(export_dir, int(time.time()) if version is None else version)
     phases.done("inputs checked (task %s, checkpoint %s)", task_name, prefix)

@@ -79,6 +79,7 @@ import tensorflow as tf
 
 from bert_tf import tokenization
 from bert_tf.data import squad_windows
+from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.export import serving_module
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
@@ -121,7 +122,8 @@ class SquadServingModule(tf.Module):
     See the module docstring for `serving_default`.
     """
 
-    def __init__(self, model, tokenizer, max_seq_length=384, doc_stride=128,
+    def __init__(self, model, tokenizer, max_seq_length=384,
+                 doc_stride=text_windows.DOC_STRIDES["squad"],
                  max_query_length=64, n_best_size=20, max_answer_length=30, name=None):
         super().__init__(name=name)
         if isinstance(tokenizer, tokenization.FullTokenizer):
@@ -131,7 +133,7 @@ class SquadServingModule(tf.Module):
             raise UserError("SquadServingModule needs a GraphTokenizer or a FullTokenizer, not %r"
                             % type(tokenizer).__name__)
         self.max_seq_length = int(max_seq_length)
-        self.doc_stride = int(doc_stride)
+        self.doc_stride = text_windows.check_doc_stride(doc_stride, "doc_stride")
         self.max_query_length = int(max_query_length)
         self.n_best_size = int(n_best_size)
         self.max_answer_length = int(max_answer_length)
@@ -139,9 +141,8 @@ class SquadServingModule(tf.Module):
             raise UserError(
                 "The max_seq_length (%d) must be greater than max_query_length (%d) + 3"
                 % (self.max_seq_length, self.max_query_length))
-        if self.doc_stride < 1 or self.n_best_size < 1:
-            raise UserError("doc_stride and n_best_size must be positive, not %d and %d"
-                            % (self.doc_stride, self.n_best_size))
+        if self.n_best_size < 1:
+            raise UserError("n_best_size must be positive, not %d" % self.n_best_size)
         if tokenizer._cls_id is None or tokenizer._sep_id is None:
             raise UserError("the vocab needs [CLS] and [SEP] for SQuAD features")
         # The model is held untracked: tf.saved_model.save would otherwise

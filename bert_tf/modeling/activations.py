@@ -36,10 +36,6 @@ def gelu_exact(x):
     return 0.5 * x * (1.0 + ops.erf(x / math.sqrt(2.0)))
 
 
-def _linear(x):
-    return x
-
-
 def get_activation(activation_string):
     """Maps a string to a Python function, e.g., "relu" => `relu`.
 

@@ -18,7 +18,6 @@ from bert_tf import locks
 from bert_tf import logs
 from bert_tf import releases
 from bert_tf import tokenization
-from bert_tf.data import text_features
 from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
 from bert_tf.item_progress import log_tracing
@@ -27,6 +26,7 @@ from bert_tf.modeling import padding
 from bert_tf.modeling import precision
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
+from bert_tf.tokenization import pair_features
 
 InputExample = collections.namedtuple("InputExample", ["unique_id", "text_a", "text_b"])
 InputFeatures = collections.namedtuple(
@@ -70,7 +70,7 @@ def convert_examples_to_features(examples, seq_length, tokenizer, log_examples=5
 
     `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, type ids 0 for the first
     segment and 1 for the second, zero padding to `seq_length`
-    (`bert_tf.data.text_features.build_pair_features`). The first `log_examples`
+    (`bert_tf.data.pair_features.build_pair_features`). The first `log_examples`
     are logged as the original logs them, at DEBUG (the original: INFO).
     """
     features = []
@@ -78,7 +78,7 @@ def convert_examples_to_features(examples, seq_length, tokenizer, log_examples=5
     for ex_index, example in enumerate(examples):
         tokens_a = tokenizer.tokenize(example.text_a)
         tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-        pair = text_features.build_pair_features(tokens_a, tokens_b, seq_length, tokenizer)
+        pair = pair_features.build_pair_features(tokens_a, tokens_b, seq_length, tokenizer)
         if ex_index < log_examples:
             logging.debug("*** Example ***")
             logging.debug("unique_id: %s", example.unique_id)

@@ -69,7 +69,7 @@ def read_bert_config(bert_config_file, vocab_file, output_dir, max_seq_length, s
     bert_config = BertConfig.from_json_file(bert_config_file)
     scale_out.configure_model(bert_config)  # --gradient_checkpointing
     bert_config.check_max_seq_length(max_seq_length, bert_config_file)
-    text_windows.check_doc_stride(doc_stride, max_seq_length)
+    text_windows.check_doc_stride(doc_stride, optional=True)
     tokenization.check_vocab(vocab_file, bert_config, bert_config_file)
     return bert_config
 
@@ -192,12 +192,12 @@ def write_test_results(output_predict_file, predictions, is_regression=False):
 
     Args:
       predictions: dict with `probabilities` float32 [num_examples, num_labels]
-        (regression: `predictions` float32 [num_examples], one score a line).
+        (regression: `score` float32 [num_examples], one score a line).
 
     The values are printed with `str()` of numpy float32, as the original
     printed the Estimator's float32 predictions.
     """
-    rows = (predictions["predictions"][:, None] if is_regression
+    rows = (predictions["score"][:, None] if is_regression
             else predictions["probabilities"])
     lines = ["\t".join(str(np.float32(p)) for p in row) + "\n" for row in rows]
     fileio.write_text(output_predict_file, "".join(lines))

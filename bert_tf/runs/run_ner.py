@@ -20,6 +20,7 @@ from bert_tf import fileio
 from bert_tf import logs
 from bert_tf import tokenization
 from bert_tf.data import ner_data
+from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.runs import finetuning
 from bert_tf.tasks.token_classification import TokenClassificationTask
@@ -53,9 +54,9 @@ def _label_list(output_dir, init_checkpoint, train_sentences, train_file, overwr
 
 
 def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=None,
-            do_lower_case=True, max_seq_length=128, doc_stride=64, do_train=False,
-            do_eval=False, do_predict=False, schedule=Schedule(), scale_out=ScaleOut(),
-            dev_eval=DevEval(), overwrite_output_dir=False):
+            do_lower_case=True, max_seq_length=128, doc_stride=text_windows.DOC_STRIDES["ner"],
+            do_train=False, do_eval=False, do_predict=False, schedule=Schedule(),
+            scale_out=ScaleOut(), dev_eval=DevEval(), overwrite_output_dir=False):
     """Trains, evaluates and predicts named entities (see the module docstring).
 
     Args:
@@ -82,8 +83,7 @@ def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=
     bert_config_file, vocab_file, init_checkpoint = finetuning.check_run_flags(
         bert_config_file, vocab_file, init_checkpoint, do_lower_case, do_train, do_eval,
         do_predict)
-    if doc_stride < 1:
-        raise UserError("--doc_stride must be positive, got %d" % doc_stride)
+    text_windows.check_doc_stride(doc_stride)
     if max_seq_length < 3:
         raise UserError("--max_seq_length=%d is too short for [CLS] a word [SEP]"
                         % max_seq_length)

@@ -24,6 +24,7 @@ from bert_tf import tokenization
 from bert_tf.data import input_pipeline
 from bert_tf.data import squad_data
 from bert_tf.data import squad_evaluate
+from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
@@ -52,7 +53,8 @@ def validate_flags_or_throw(bert_config, bert_config_file, do_lower_case, init_c
         raise UserError(
             "The max_seq_length (%d) must be greater than max_query_length (%d) + 3"
             % (max_seq_length, max_query_length))
-    for flag, value in (("doc_stride", doc_stride), ("n_best_size", n_best_size),
+    text_windows.check_doc_stride(doc_stride)
+    for flag, value in (("n_best_size", n_best_size),
                         ("max_answer_length", max_answer_length),
                         ("predict_batch_size", predict_batch_size)):
         if value < 1:
@@ -60,7 +62,8 @@ def validate_flags_or_throw(bert_config, bert_config_file, do_lower_case, init_c
 
 
 def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict_file=None,
-              init_checkpoint=None, do_lower_case=True, max_seq_length=384, doc_stride=128,
+              init_checkpoint=None, do_lower_case=True, max_seq_length=384,
+              doc_stride=text_windows.DOC_STRIDES["squad"],
               max_query_length=64, do_train=False, do_predict=False, schedule=Schedule(),
               n_best_size=20, max_answer_length=30, verbose_logging=False,
               version_2_with_negative=False, null_score_diff_threshold=0.0,

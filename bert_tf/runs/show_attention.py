@@ -14,12 +14,12 @@ from bert_tf import fileio
 from bert_tf import locks
 from bert_tf import logs
 from bert_tf import tokenization
-from bert_tf.data import text_features
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint
 from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import attention_html
 from bert_tf.runs.extract_features import load_model
+from bert_tf.tokenization import pair_features
 
 HTML_SUFFIXES = (".html", ".htm")
 # A page larger than this is written with a warning (BERT-base on 16 tokens: about 4 MB).
@@ -97,9 +97,9 @@ def tokenize(tokenizer, text_a, text_b, max_seq_length):
         raise UserError("--max_seq_length=%d: a pair needs at least 5 ([CLS] a [SEP] b [SEP])"
                         % max_seq_length)
     wanted = len(tokens_a) + (len(tokens_b) + 3 if tokens_b else 2)
-    pair = text_features.build_pair_features(tokens_a, tokens_b, max_seq_length, tokenizer)
+    pair = pair_features.build_pair_features(tokens_a, tokens_b, max_seq_length, tokenizer)
     n = len(pair.tokens)
-    pair = text_features.PairFeatures(pair.tokens, pair.input_ids[:n], pair.input_mask[:n],
+    pair = pair_features.PairFeatures(pair.tokens, pair.input_ids[:n], pair.input_mask[:n],
                                       pair.segment_ids[:n])
     notes = []
     if wanted > max_seq_length:

@@ -103,7 +103,8 @@ class BertClassifier(TaskModel, keras.Model):
     `Trainer.evaluate` and run_classifier's eval_results.txt.
     `predict` returns `ClassifierTask.predict_step`'s outputs: `logits` and
     `probabilities` [batch_size, num_labels] (regression: `logits` and
-    `predictions` [batch_size]), and `label_ids` when the features hold them.
+    `score` [batch_size], as the exports name it: `head_outputs`), and
+    `label_ids` when the features hold them.
 
     Example:
       ```python
@@ -152,8 +153,7 @@ class BertClassifier(TaskModel, keras.Model):
             if preprocessor is None:
                 raise UserError("BertClassifier: doc_stride= cuts raw text into windows: pass "
                                 "preprocessor= too")
-            text_windows.check_doc_stride(doc_stride, preprocessor.max_seq_length,
-                                          "BertClassifier: doc_stride")
+            doc_stride = text_windows.check_doc_stride(doc_stride, "BertClassifier: doc_stride")
         self.doc_stride = doc_stride
         self.bert = BertModel(config)
         self.classifier = ClassifierHead(self.num_labels, config.hidden_size, name="classifier")
@@ -361,7 +361,7 @@ class ClassifierTask(Task):
     the original computed it on CPU/GPU, where the last batch was smaller).
     Regression (new, STS-B): `eval_loss` (mean squared error), `pearson`,
     `spearman`. Predictions: `logits` and `probabilities` [num_labels] (the
-    original's; regression: `logits` and `predictions`), plus `label_ids`
+    original's; regression: `logits` and `score`: `head_outputs`), plus `label_ids`
     when the features hold them.
 
     Multi-label (new, `multi_label=True`): `label_ids` multi-hot
@@ -505,16 +505,16 @@ class ClassifierTask(Task):
             results.update(multi_label_metrics(outputs["probabilities"], outputs["label_ids"],
                                                self.threshold))
         elif self.is_regression:
-            results.update({"pearson": pearson(outputs["predictions"], outputs["label_ids"]),
-                            "spearman": spearman(outputs["predictions"], outputs["label_ids"])})
+            results.update({"pearson": pearson(outputs["score"], outputs["label_ids"]),
+                            "spearman": spearman(outputs["score"], outputs["label_ids"])})
         return results
 
     def document_outputs(self, outputs):
         """One row per document from `predict_step`'s rows of its windows.
 
         A document's `logits` are the mean of its windows' logits; the other
-        outputs follow from them as `predict_step`'s do (`probabilities`,
-        `predictions`); its `label_ids` are its windows'.
+        outputs follow from them as `predict_step`'s do (`head_outputs`);
+        its `label_ids` are its windows'.
 
         Args:
           outputs: dict of numpy arrays [num_windows, ...] with
@@ -543,15 +543,38 @@ class ClassifierTask(Task):
         return outputs
 
     def _head_outputs(self, logits):
-        """`logits` [B, num_labels] and what follows from them: probabilities or predictions."""
-        scores = tf.cast(logits, tf.float32)  # [B, num_labels]
+        """`logits` [B, num_labels] and what follows from them (`head_outputs`)."""
         outputs = {"logits": logits}
-        if self.multi_label:
-            outputs["probabilities"] = tf.sigmoid(scores)  # [B, num_labels]
-            outputs["predictions"] = tf.cast(outputs["probabilities"] >= self.threshold,
-                                             tf.int32)  # [B, num_labels]
-        elif self.is_regression:
-            outputs["predictions"] = tf.reshape(scores, [-1])  # [B]
-        else:
-            outputs["probabilities"] = tf.nn.softmax(scores, axis=-1)  # [B, num_labels]
+        outputs.update(head_outputs(logits, self.is_regression, self.multi_label,
+                                    self.threshold))
         return outputs
+
+
+def head_outputs(logits, is_regression=False, multi_label=False, threshold=0.5):
+    """What a classifier answers from its logits, under the names every form of it uses.
+
+    `ClassifierTask.predict_step` (Keras's `predict`, run_classifier's
+    predictions), the SavedModel's signatures and the int8 export all call
+    this, so each names an output the same:
+
+      single-label: `probabilities` float32 [B, num_labels], the softmax;
+      regression: `score` float32 [B], the one logit;
+      multi-label: `probabilities` float32 [B, num_labels], a sigmoid per
+        label, and `predictions` int32 [B, num_labels], 1 where the
+        probability is at least `threshold`.
+
+    Args:
+      logits: float Tensor [B, num_labels] (any float dtype: read as float32).
+      is_regression, multi_label, threshold: the classifier's.
+
+    Returns:
+      dict of float32 / int32 Tensors (no strings: the exports add `label`).
+    """
+    scores = tf.cast(logits, tf.float32)  # [B, num_labels]
+    if is_regression:
+        return {"score": tf.reshape(scores, [-1])}  # [B]
+    if multi_label:
+        probabilities = tf.sigmoid(scores)  # [B, num_labels]
+        return {"probabilities": probabilities,
+                "predictions": tf.cast(probabilities >= threshold, tf.int32)}
+    return {"probabilities": tf.nn.softmax(scores, axis=-1)}  # [B, num_labels]

@@ -28,6 +28,7 @@ import tensorflow as tf
 from bert_tf import tokenization
 from bert_tf.data import conlleval
 from bert_tf.data import ner_data
+from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.modeling import huggingface
 from bert_tf.modeling.bert_model import BertModel
@@ -122,7 +123,7 @@ class BertTokenClassifier(TaskModel, keras.Model):
         return model
 
     def __init__(self, config, num_labels, labels=None, vocab_file=None, do_lower_case=True,
-                 max_seq_length=None, doc_stride=64, batch_size=32,
+                 max_seq_length=None, doc_stride=text_windows.DOC_STRIDES["ner"], batch_size=32,
                  name="bert_token_classifier", **kwargs):
         super().__init__(name=name, **kwargs)
         if isinstance(config, dict):
@@ -138,12 +139,12 @@ class BertTokenClassifier(TaskModel, keras.Model):
         if max_seq_length is None:
             max_seq_length = config.max_position_embeddings
         self.max_seq_length = int(max_seq_length)
-        self.doc_stride = int(doc_stride)
+        self.doc_stride = text_windows.check_doc_stride(doc_stride,
+                                                        "BertTokenClassifier: doc_stride")
         self.batch_size = int(batch_size)
-        if self.max_seq_length < 3 or self.doc_stride < 1 or self.batch_size < 1:
-            raise UserError("BertTokenClassifier: max_seq_length=%d (>= 3), doc_stride=%d and "
-                            "batch_size=%d (>= 1)" % (self.max_seq_length, self.doc_stride,
-                                                      self.batch_size))
+        if self.max_seq_length < 3 or self.batch_size < 1:
+            raise UserError("BertTokenClassifier: max_seq_length=%d (>= 3) and batch_size=%d "
+                            "(>= 1)" % (self.max_seq_length, self.batch_size))
         config.check_max_seq_length(self.max_seq_length, "max_seq_length")
         self._tokenizer = None
         self.bert = BertModel(config)

@@ -777,7 +777,7 @@ class GraphTokenizer(tf.Module):
     # -- packing ------------------------------------------------------------
 
     def pack_pair(self, ids_a, ids_b=None, *, max_seq_length):
-        """`[CLS] a [SEP] (b [SEP])`, as `text_features.build_pair_features`.
+        """`[CLS] a [SEP] (b [SEP])`, as `pair_features.build_pair_features`.
 
         Args:
           ids_a: int32 RaggedTensor of shape [batch_size, (tokens)].
@@ -825,7 +825,7 @@ def _take(values, splits, rows, offset):
 
 
 def pack_segments(segments, seq_length, cls_id, sep_id):
-    """`[CLS] a [SEP] (b [SEP])` of token ids, as `text_features.build_pair_features`.
+    """`[CLS] a [SEP] (b [SEP])` of token ids, as `pair_features.build_pair_features`.
 
     Dense ops, each position picking its token: no ragged op that carries
     validation asserts (in a model's graph, next to the tokenizer's loops,

@@ -4,8 +4,8 @@
 `_truncate_seq_pair`) is the one home of the original's sentence(-pair)
 features, which it built in three places (`run_classifier.convert_single_example`,
 `extract_features.convert_examples_to_features`, the Colab's
-`input_fn_builder`). `FullTokenizer.encode` / `__call__` and
-`bert_tf.data.text_features` use it; `bert_tf.tokenization` and
+`input_fn_builder`). `FullTokenizer.encode` / `__call__`, the classifier's,
+extract_features' and the multiple-choice data use it; `bert_tf.tokenization` and
 `bert_tf.tokenization.full_tokenizer` export its names too.
 
 Pure Python, no TensorFlow.
@@ -51,8 +51,8 @@ def build_pair_features(tokens_a, tokens_b, max_seq_length, tokenizer, padding=T
     The one home of the original's sentence(-pair) features, which it built
     in three places (`run_classifier.convert_single_example`,
     `extract_features.convert_examples_to_features`, the Colab's
-    `input_fn_builder`); `bert_tf.data.text_features` and
-    `FullTokenizer.encode` / `__call__` use it.
+    `input_fn_builder`); the tools' data and `FullTokenizer.encode` /
+    `__call__` use it.
 
     Args:
       tokens_a: list of str WordPiece tokens of the first segment (not modified).

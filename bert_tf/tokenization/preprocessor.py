@@ -4,7 +4,7 @@
 (`bert_tf.tokenization.graph_tokenizer.GraphTokenizer`, the one the SavedModel export
 serves with): a string Tensor, or a pair of them, becomes `input_ids`,
 `input_mask` and `segment_ids` exactly as `FullTokenizer` +
-`bert_tf.data.text_features.build_pair_features` build them. Give it to a
+`bert_tf.tokenization.pair_features.build_pair_features` build them. Give it to a
 classifier and `fit` / `evaluate` / `predict` take raw strings:
 
   preprocessor = BertPreprocessor("vocab.txt", do_lower_case=True, max_seq_length=128)

@@ -144,7 +144,9 @@ FLAGS = (
     # classifier too.
     groups.with_help(
         groups.CLASSIFIER_DOC_STRIDE,
-        groups.DOC_STRIDE.help + " task_name=squad and ner: 128 when unset. A classifier task "
+        groups.DOC_STRIDE.help + " Unset: the training run's (--init_checkpoint a run's "
+        "output_dir), else the stride the task trains with: squad 128 (run_squad's), ner 64 "
+        "(bert-run-ner's), a classifier none. A classifier task "
         "(single texts): when set, serving_default takes text_a alone, cuts each text "
         "longer than --max_seq_length - 2 tokens into windows that start every "
         "--doc_stride tokens and returns one row per text from the mean of its windows' "

@@ -19,6 +19,7 @@ default (run_embeddings: `schedule=Schedule(learning_rate=2e-5, ...)`).
 import dataclasses
 import typing
 
+from bert_tf.data import text_windows
 from bert_tf.options import option_fields
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
@@ -196,7 +197,7 @@ MULTI_LABEL = (
 
 # ------------------------------------------------------------------ run_squad
 
-DOC_STRIDE = integer("doc_stride", 128,
+DOC_STRIDE = integer("doc_stride", text_windows.DOC_STRIDES["squad"],
                      "When splitting up a long document into chunks, how much stride to "
                      "take between chunks.")
 # The doc-stride windows of run_squad's features (run_squad, export_saved_model).
@@ -206,6 +207,8 @@ SQUAD_WINDOWS = (
             "The maximum number of tokens for the question. Questions longer than "
             "this will be truncated to this length."),
 )
+# run_ner's stride (each task's default: bert_tf.data.text_windows.DOC_STRIDES).
+NER_DOC_STRIDE = with_default(DOC_STRIDE, text_windows.DOC_STRIDES["ner"])
 # How run_squad's answers are picked (run_squad, export_saved_model).
 SQUAD_ANSWERS = (
     integer("n_best_size", 20,
@@ -218,7 +221,7 @@ SQUAD_ANSWERS = (
 
 # New (run_classifier): long documents cut into run_squad's windows (none by default).
 CLASSIFIER_DOC_STRIDE = with_help(
-    with_default(DOC_STRIDE, None),
+    with_default(DOC_STRIDE, text_windows.DOC_STRIDES["classifier"]),
     DOC_STRIDE.help + " New for classification: a text_a longer than --max_seq_length - 2 "
     "tokens is cut into windows that start every --doc_stride tokens, each a record; "
     "evaluation and prediction average each document's windows' logits. Single-text "

@@ -43,11 +43,11 @@ FLAGS = groups.MODEL + (
                      "layout (the word first, its label last, a blank line between "
                      "sentences)."),
     groups.OUTPUT_DIR, groups.MAX_SEQ_LENGTH,
-    groups.with_default(groups.with_help(
-        groups.SQUAD_WINDOWS[0],
+    groups.with_help(
+        groups.NER_DOC_STRIDE,
         "A sentence longer than max_seq_length - 2 WordPiece tokens is cut into windows "
         "that start every this many tokens; each word takes its label from the window "
-        "where it has the most context."), 64),
+        "where it has the most context."),
 ) + groups.FINETUNING
 
 

@@ -26,6 +26,7 @@ from bert_tf.data import classifier_processors as cp
 from bert_tf.data import demo_corpus
 from bert_tf.errors import UserError
 from tests.data import pretraining_testlib as lib
+from tests.records import decode_record
 
 MAX_SEQ_LENGTH = 24
 
@@ -413,7 +414,7 @@ def test_stsb_scores_are_floats_in_the_records(glue, tmp_path):
         examples + [cd.PaddingInputExample()], processor.get_labels(), MAX_SEQ_LENGTH,
         _tokenizer(glue), out, is_regression=True)
     spec = cd.name_to_features(MAX_SEQ_LENGTH, is_regression=True)
-    decoded = [cd.decode_record(r, spec) for r in tf.data.TFRecordDataset(out)]
+    decoded = [decode_record(r, spec) for r in tf.data.TFRecordDataset(out)]
     assert [d["label_ids"].dtype for d in decoded] == [tf.float32] * 7
     np.testing.assert_array_equal([d["label_ids"].numpy() for d in decoded],
                                   np.float32([5.0, 3.8, 0.0, 2.25, 4.6, 1.0, 0.0]))
@@ -429,7 +430,7 @@ def test_decode_record_casts_to_int32_as_the_original(glue, tmp_path):
     out = str(tmp_path / "eval.tf_record")
     cd.file_based_convert_examples_to_features(
         examples + [cd.PaddingInputExample()], ["0", "1"], MAX_SEQ_LENGTH, _tokenizer(glue), out)
-    decoded = [cd.decode_record(r, cd.name_to_features(MAX_SEQ_LENGTH))
+    decoded = [decode_record(r, cd.name_to_features(MAX_SEQ_LENGTH))
                for r in tf.data.TFRecordDataset(out)]
     features = [cd.convert_single_example(5, e, ["0", "1"], MAX_SEQ_LENGTH, _tokenizer(glue))
                 for e in examples]

@@ -28,6 +28,7 @@ from bert_tf.data import demo_corpus
 from bert_tf.data import squad_data
 from bert_tf.data import squad_windows
 from bert_tf.errors import UserError
+from tests.records import decode_record
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(REPO, "tools", "evaluate_squad.py")
@@ -327,7 +328,7 @@ def test_examples_features_and_records_equal_original(config, squad_files, origi
         assert raw == f2.read()  # ours is written deterministically already
     # Parsed with the original's spec: int32, and the features' values.
     spec = squad_data.name_to_features(seq, is_training)
-    parsed = [squad_data.decode_record(r, spec) for r in ours_records[:3]]
+    parsed = [decode_record(r, spec) for r in ours_records[:3]]
     for p, f in zip(parsed, features):
         assert all(t.dtype == tf.int32 for t in p.values())
         assert int(p["unique_ids"]) == f.unique_id

@@ -5,7 +5,7 @@ and the library called as the command line does, stdout captured); the
 command line itself runs as a user runs it for the exit status and stderr of
 a mistake.
 
-Data: SQuAD 1.1 and 2.0 files of real English (`demo_corpus.write_squad_task`:
+Data: SQuAD 1.1 and 2.0 files of real English (`tests/squad_task.py: write_squad_task`:
 pydoc paragraphs, a word of a sentence asked for), a WordPiece vocab learned
 from them, and a tiny BERT (2 layers, hidden 32). Contexts are longer than
 --max_seq_length, so each question has several features (doc spans).
@@ -36,13 +36,13 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.modeling import checkpoint
-from bert_tf.data import demo_corpus
 from bert_tf.data import squad_data
 from bert_tf.data import vocab
 from tests.test_pretraining import tiny_config
 from tests.test_pretraining import write_config
 from tests.test_pretraining import write_init_checkpoint
 from tests.tools import toolrun
+from tests.squad_task import write_squad_task
 
 REPO_ROOT = toolrun.REPO_ROOT
 TOOL = os.path.join(REPO_ROOT, "tools", "run_squad.py")
@@ -69,10 +69,10 @@ def write_files(tmp):
     for version, v2 in (("v1.1", False), ("v2.0", True)):
         paths["train-" + version] = str(tmp / ("train-%s.json" % version))
         paths["dev-" + version] = str(tmp / ("dev-%s.json" % version))
-        demo_corpus.write_squad_task(paths["train-" + version], 24,
+        write_squad_task(paths["train-" + version], 24,
                                      version_2_with_negative=v2)
         # Other paragraphs than the training set's.
-        demo_corpus.write_squad_task(paths["dev-" + version], 12, seed=7,
+        write_squad_task(paths["dev-" + version], 12, seed=7,
                                      version_2_with_negative=v2, first_paragraph=40)
     text = []
     for key in ("train-v1.1", "dev-v1.1", "dev-v2.0"):
