@@ -204,6 +204,39 @@ TEXT_SIGNATURES = [
 ]
 
 
+# The exports of text (one text, or a pair) and the signatures each has.
+_TEXT_EXPORTS = {
+    "classifier": {"serving_default": ["text_a", "text_b"], "serve_text_a": ["text_a"]},
+    "doc_stride": {"serving_default": ["text_a"], "serve_text_a": ["text_a"]},
+    "encoder": {"serving_default": ["text_a", "text_b"], "serve_text_a": ["text_a"]},
+    "embeddings": {"serving_default": ["text_a"], "serve_text_a": ["text_a"]},
+    # The name before, kept by its own signature.
+    "fill_mask": {"serving_default": ["text_a"], "serve_text_a": ["text_a"],
+                  "serve_text": ["text"]},
+    "ner": {"serving_default": ["text_a"], "serve_text_a": ["text_a"], "serve_text": ["text"]},
+}
+
+
+@pytest.mark.slow
+def test_every_text_export_takes_the_same_input_names(served):
+    """`text_a` (and a pair's `text_b`) in every export of text: `serve_text_a` in each, and
+    `serving_default` takes `text_a`; the ner and fill-mask exports' `serve_text` answers
+    `text` (their input's name before) as `serving_default` answers `text_a`."""
+    texts = [b"w1 [MASK] w2 Paris", b""]
+    for kind, signatures in _TEXT_EXPORTS.items():
+        loaded = served["loaded"][kind]
+        assert {k: sorted(loaded.signatures[k].structured_input_signature[1])
+                for k in signatures} == signatures, kind
+        assert "serve_text_a" in loaded.signatures and "text_a" in sorted(
+            loaded.signatures["serving_default"].structured_input_signature[1])
+        alone = loaded.signatures["serve_text_a"](text_a=tf.constant(texts))
+        if "serve_text" in signatures:
+            old = loaded.signatures["serve_text"](text=tf.constant(texts))
+            assert sorted(old) == sorted(alone), kind
+            for key in alone:
+                np.testing.assert_array_equal(old[key].numpy(), alone[key].numpy(), key)
+
+
 def _inputs(fn, texts):
     """Each string input of `fn` gets `texts` (a second one reversed; endings two of them)."""
     specs = fn.structured_input_signature[1]
@@ -352,7 +385,7 @@ def test_each_text_of_the_mixed_batch_is_answered_as_alone(served, kind):
 def test_ner_words_are_python_s_words_of_the_first_bytes(served):
     fn = served["loaded"]["ner"].signatures["serving_default"]
     texts = mixed_batch()
-    got = {k: v.numpy() for k, v in fn(text=tf.constant(texts)).items()}
+    got = {k: v.numpy() for k, v in fn(text_a=tf.constant(texts)).items()}
     for i, text in enumerate(texts):
         words = ner_data.split_words(text[:CAP].decode("utf-8", "replace"))
         n = got["num_words"][i]
@@ -384,7 +417,7 @@ def test_max_windows_bounds_ner_s_windows(served):
     max_tokens, stride = SEQ_LENGTH - 2, min(SEQ_LENGTH - 2, DOC_STRIDE)
     assert _windows(CAP, max_tokens, stride) == 4096  # what the cap alone let through
     fits = b"!" * NER_WINDOW_TOKENS
-    got = fn(text=tf.constant([LONG, fits, fits + b"!", b"a " * 3000]))["num_words"].numpy()
+    got = fn(text_a=tf.constant([LONG, fits, fits + b"!", b"a " * 3000]))["num_words"].numpy()
     assert got.tolist() == [NER_WINDOW_TOKENS] * 3 + [NER_WINDOW_TOKENS]
     assert _windows(NER_WINDOW_TOKENS, max_tokens, stride) == 64
     assert _windows(NER_WINDOW_TOKENS + 1, max_tokens, stride) == 65

@@ -519,7 +519,7 @@ def test_scores_are_the_originals_masked_lm_softmax(original_checkpoint, tmp_pat
 _BARE_FILL_MASK = r'''
 import json
 out = tf.saved_model.load(sys.argv[1]).signatures["serving_default"](
-    text=tf.constant(json.load(open(sys.argv[2], encoding="utf-8"))))
+    text_a=tf.constant(json.load(open(sys.argv[2], encoding="utf-8"))))
 result = {k: v.numpy().tolist() for k, v in out.items()}
 result["token_strings"] = [[[s.decode("utf-8") for s in k] for k in m]
                            for m in result["token_strings"]]

@@ -453,7 +453,7 @@ import json
 export, texts_file, out = sys.argv[1:4]
 texts = json.load(open(texts_file))
 serve = tf.saved_model.load(export).signatures["serving_default"]
-got = serve(text=tf.constant(texts))
+got = serve(text_a=tf.constant(texts))
 rows = []
 for i in range(len(texts)):
     n, k = int(got["num_words"][i]), int(got["num_entities"][i])
@@ -489,7 +489,7 @@ def test_the_export_serves_keras_predict_entities_to_a_plain_tensorflow_process(
     bare_tf.run_script(_BARE_SERVE, [export_dir, tmp_path / "texts.json", tmp_path / "out.json"],
                        tmp_path)
     got = json.loads((tmp_path / "out.json").read_text())
-    assert got["blocked"] == [] and got["inputs"] == ["text"]
+    assert got["blocked"] == [] and got["inputs"] == ["text_a"]
     model = _model(files, output_dir)
     entities = model.predict_entities(texts)
     for text, row, want in zip(texts, got["rows"], entities):

@@ -198,7 +198,7 @@ def test_the_export_takes_the_output_dir_alone(files, ner_run, tmp_path):  # noq
     serve = loaded.signatures["serving_default"]
     # Words of several windows (room 14, a start every 5 sub-tokens).
     text = " ".join(files["test"][-1][0] + ["We met John Smith in Parisville and Acme Corp ."] * 2)
-    got = serve(text=tf.constant([text]))
+    got = serve(text_a=tf.constant([text]))
     n = int(got["num_words"][0])
     assert n == len(text.split()) > test_ner.MAX_SEQ_LENGTH
     model = bert_tf.from_pretrained(str(ner_run)).model

@@ -8,7 +8,8 @@ joined with the [MASK] id between them (as
 [SEP]` into max_seq_length, and the masked-LM head
 (`cls/predictions/*`) run at every [MASK]:
 
-  serving_default  text: string [batch]
+  serving_default  text_a: string [batch] (also serve_text_a; serve_text takes it as `text`,
+                   the name before)
                    -> token_ids int32 [batch, masks, top_k]: the best tokens per [MASK], best first
                       token_strings string [batch, masks, top_k]: their vocab entries
                       scores float32 [batch, masks, top_k]: the softmax of the logits
@@ -53,8 +54,10 @@ class FillMaskServingModule(serving_module.ModelServingModule):
         self._top_k = min(int(top_k), len(self._vocab_tokens))
         self.top_k = tf.Variable(self._top_k, trainable=False, name="top_k")
         self.serving_default = tf.function(
-            self._serving_default,
-            input_signature=[tf.TensorSpec([None], tf.string, name="text")], autograph=False)
+            self._serving_default, input_signature=[serving_module.text_spec()], autograph=False)
+        self.serve_text = tf.function(
+            self._serve_text, input_signature=[serving_module.text_spec(serving_module.OLD_TEXT)],
+            autograph=False)
 
     def features(self, text):
         """`[CLS] tokens [SEP]` of each text, each "[MASK]" the [MASK] id: int32 [B, S] each."""
@@ -73,8 +76,11 @@ class FillMaskServingModule(serving_module.ModelServingModule):
             joined, pieces.row_splits, validate=False).merge_dims(1, 2)  # [B, (tokens)]
         return self.tokenizer.pack_pair(per_text, None, max_seq_length=self._seq_length)
 
-    def _serving_default(self, text):
-        features = self.features(text)
+    def _serve_text(self, text):
+        return self.serving_default(text)
+
+    def _serving_default(self, text_a):
+        features = self.features(text_a)
         input_ids = features["input_ids"]  # [B, S]
         is_mask = tf.equal(input_ids, self._mask_id) & tf.equal(features["input_mask"], 1)
         where = tf.broadcast_to(tf.range(self._seq_length)[None, :], tf.shape(input_ids))
@@ -103,4 +109,4 @@ class FillMaskServingModule(serving_module.ModelServingModule):
         }
 
     def signatures(self):
-        return {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: self.serving_default}
+        return serving_module.single_text_signatures(self.serving_default, self.serve_text)

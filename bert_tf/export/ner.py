@@ -10,7 +10,8 @@ every window, and each word labelled at its first sub-token in its
 max-context window; the labels are grouped into entities by conlleval's
 chunk rules (`bert_tf.data.conlleval`):
 
-  serving_default  text: string [batch]
+  serving_default  text_a: string [batch] (also serve_text_a; serve_text takes it as `text`,
+                   the name before)
                    -> words string [batch, words], labels string [batch, words]
                       word_start, word_end int32 [batch, words]: character offsets
                         (code points) into the text, text[start:end] is the word
@@ -128,7 +129,9 @@ class NerServingModule(serving_module.ModelServingModule):
         self._type_names = tf.constant(type_names)
         self._outside_type = type_names.index("") if "" in type_names else -1
         self.serving_default = tf.function(
-            self._serve, input_signature=[tf.TensorSpec([None], tf.string, name="text")],
+            self._serve, input_signature=[serving_module.text_spec()], autograph=False)
+        self.serve_text = tf.function(
+            self._serve_text, input_signature=[serving_module.text_spec(serving_module.OLD_TEXT)],
             autograph=False)
 
     def _words(self, text):
@@ -153,8 +156,11 @@ class NerServingModule(serving_module.ModelServingModule):
         return (cps, tf.gather(text_of_cp, starts), tf.gather(position, starts),
                 tf.gather(position, ends) + 1)
 
-    def _serve(self, text):
-        text = self.tokenizer.cut_texts(text)  # the first max_text_bytes bytes
+    def _serve_text(self, text):
+        return self.serving_default(text)
+
+    def _serve(self, text_a):
+        text = self.tokenizer.cut_texts(text_a)  # the first max_text_bytes bytes
         batch_size = tf.size(text)
         cps, word_text, char_start, char_end = self._words(text)
         words = _encode_spans(cps, word_text, char_start, char_end)  # [W]
@@ -258,4 +264,4 @@ class NerServingModule(serving_module.ModelServingModule):
         }
 
     def signatures(self):
-        return {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: self.serving_default}
+        return serving_module.single_text_signatures(self.serving_default, self.serve_text)

@@ -27,10 +27,12 @@ signatures:
     windows' logits; serve_features and serve_examples score rows as given)
 
   fill_mask (task_name "fill_mask"; `bert_tf.export.fill_mask`, any release):
-    serving_default  text: string [batch] with "[MASK]"s -> token_ids int32, token_strings
+    serving_default  text_a: string [batch] with "[MASK]"s -> token_ids int32, token_strings
                      string, scores float32 [batch, masks, top_k] (the best tokens per
                      [MASK], best first, as `BertFillMask.fill_mask`), mask_positions
                      int32 [batch, masks], num_masks int32 [batch]
+    serve_text_a     the same
+    serve_text       text: the same (the input's name before)
 
   encoder (task_name "encoder"):
     serving_default  text_a, text_b -> pooled_output [batch, H],
@@ -72,13 +74,20 @@ and (classifier) `labels` as variables, and `vocab_file` as the asset.
 
   ner (task_name "ner": a checkpoint of bert-run-ner, its labels.txt beside it;
   `bert_tf.export.ner`):
-    serving_default  text: string [batch] -> words, labels string [batch, words],
+    serving_default  text_a: string [batch] -> words, labels string [batch, words],
                      word_start, word_end int32 (character offsets), num_words;
                      entity_types, entity_texts string [batch, entities],
                      entity_start, entity_end int32, num_entities (conlleval's chunks);
                      sentences longer than max_seq_length in doc_stride windows,
                      at most max_windows (64) a text: a longer text is answered as
                      its first words that fit in them
+    serve_text_a     the same
+    serve_text       text: the same (the input's name before)
+
+Every export of text takes it as `text_a` (a pair's second text `text_b`),
+the original's InputExample names: each has `serve_text_a`, and its
+`serving_default` takes `text_a` (squad's and multiple_choice's take their
+task's own texts).
 
 `squad` dispatches to `bert_tf.export.squad.SquadServingModule`, `fill_mask` to
 `bert_tf.export.fill_mask.FillMaskServingModule`, `ner` to
@@ -334,9 +343,9 @@ def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision
 
 
 def _text_specs(pair):
-    specs = [tf.TensorSpec([None], tf.string, name="text_a")]
+    specs = [serving_module.text_spec()]
     if pair:
-        specs.append(tf.TensorSpec([None], tf.string, name="text_b"))
+        specs.append(serving_module.text_spec(serving_module.TEXT_B))
     return specs
 
 

@@ -20,6 +20,30 @@ from bert_tf.modeling.padding import LENGTH_MULTIPLE  # noqa: F401
 from bert_tf.modeling.padding import trim_padding
 
 
+# Every text export's inputs: `text_a` (and `text_b`, a pair's second text), the
+# original's InputExample names. The NER and fill-mask exports' `serving_default`
+# took `text` before: their `serve_text` signature still does.
+TEXT_A = "text_a"
+TEXT_B = "text_b"
+OLD_TEXT = "text"
+
+
+def text_spec(name=TEXT_A):
+    """A batch of texts as a signature's input: string [batch], named `name`."""
+    return tf.TensorSpec([None], tf.string, name=name)
+
+
+def single_text_signatures(serve_text_a, serve_text):
+    """The signatures of an export of one text per example (ner, fill_mask).
+
+    `serving_default` and `serve_text_a` take `text_a`, as every text export's
+    do; `serve_text` the same text as `text` (the name these exports took
+    before), answering the same.
+    """
+    return {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: serve_text_a,
+            "serve_text_a": serve_text_a, "serve_text": serve_text}
+
+
 class Untracked(object):
     """A plain holder (not trackable): `tf.Module` does not track `value`."""
 
