@@ -67,7 +67,7 @@ def test_test_results_tsv_is_the_originals_format(tmp_path):
     # The original: "\t".join(str(class_probability) ...) over float32 values.
     expected = "".join("\t".join(str(p) for p in row) + "\n" for row in probabilities)
     assert open(path).read() == expected == "0.25\t0.75\n0.33333334\t0.6666667\n"
-    finetuning.write_test_results(path, {"predictions": np.array([3.5, 1.25], np.float32)},
+    finetuning.write_test_results(path, {"score": np.array([3.5, 1.25], np.float32)},
                                   is_regression=True)
     assert open(path).read() == "3.5\n1.25\n"
 
