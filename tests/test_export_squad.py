@@ -28,6 +28,7 @@ from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 from tests.data.test_squad_data import _write_vocab
 from tests import bare_tf
 from tests.squad_task import write_squad_task
+from tests.squad_reference import check_is_max_context
 
 MAX_SEQ_LENGTH = 64
 DOC_STRIDE = 16
@@ -273,7 +274,7 @@ def test_doc_windows_match_convert_examples_to_features():
             assert num_windows[i] == len(spans), (t, m, stride)
             for k, span in enumerate(spans):
                 assert (f_example[f], f_start[f], f_length[f]) == (i, span.start, span.length)
-                want = [squad_windows.check_is_max_context(spans, k, span.start + d)
+                want = [check_is_max_context(spans, k, span.start + d)
                         for d in range(span.length)]
                 assert is_max[f, :span.length].tolist() == want, (t, m, stride, k)
                 assert not is_max[f, span.length:].any()

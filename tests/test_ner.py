@@ -33,6 +33,7 @@ from tests.test_ner_metrics import seqeval_scores
 from tests.test_pretraining import one_layer_config
 from tests.test_pretraining import write_config
 from tests.tools import toolrun
+from tests.squad_reference import check_is_max_context
 
 # Entities of the synthetic task: (words, type). "Johnson" and "Parisville" are two
 # sub-tokens each (john ##son, paris ##ville); "Jordan" is a person or a place at random,
@@ -164,7 +165,7 @@ def test_features_label_each_words_first_sub_token_once_in_its_max_context_windo
                 word = feature.word_indexes[position]
                 token = spans[index].start + position - 1
                 assert token == first[word]
-                assert squad_windows.check_is_max_context(spans, index, token)
+                assert check_is_max_context(spans, index, token)
                 assert feature.label_ids[position] == label_ids[word]
                 seen.append(word)
         assert seen == list(range(len(words)))  # every word once, in order

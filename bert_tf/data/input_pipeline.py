@@ -239,24 +239,6 @@ def batch_by_length(d, batch_size, input_mask_spec, records, seed=None,
 # ----------------------------------------------------------------- pre-training
 
 
-def decode_batch(serialized, max_seq_length, max_predictions_per_seq, names=None,
-                 limits=None):
-    """Parses a batch of serialized Examples; int64 -> int32 (original `_decode_record`).
-
-    Args:
-      serialized: string Tensor of shape [batch_size].
-      names, limits: optional; see `parse_records`.
-
-    Returns:
-      dict of Tensors: input_ids, input_mask, segment_ids int32 [batch_size,
-      max_seq_length]; masked_lm_positions, masked_lm_ids int32 [batch_size,
-      max_predictions_per_seq]; masked_lm_weights float32 [batch_size,
-      max_predictions_per_seq]; next_sentence_labels int32 [batch_size, 1].
-    """
-    return parse_records(serialized, name_to_features(max_seq_length, max_predictions_per_seq),
-                         names, limits)
-
-
 def create_pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq,
                                batch_size, is_training, input_context=None,
                                num_cpu_threads=4, seed=None, check_files=True, config=None,
@@ -289,7 +271,8 @@ def create_pretraining_dataset(input_files, max_seq_length, max_predictions_per_
         (`batch_by_length`).
 
     Returns:
-      A `tf.data.Dataset` of dicts (see `decode_batch`), batches of exactly
+      A `tf.data.Dataset` of dicts (`name_to_features`' names, int32 but
+      masked_lm_weights float32), batches of exactly
       `batch_size`.
 
     Raises:

@@ -9,7 +9,7 @@ right context) + 0.01 * window length is highest, the first one on a tie
 (original: `_check_is_max_context`, 513-547).
 
   Python (convert_examples_to_features, `bert_tf.data.squad_data`):
-    doc_spans, max_context_span_indexes, check_is_max_context
+    doc_spans, max_context_span_indexes
   Graph ops (the SQuAD SavedModel, `bert_tf.export.squad`):
     doc_windows, graph_doc_spans (TensorFlow is imported when they are called)
 
@@ -47,7 +47,8 @@ def doc_spans(num_doc_tokens, max_tokens_for_doc, doc_stride):
 def max_context_span_indexes(doc_spans, num_doc_tokens):
     """For every doc token, the index of its max-context span (None if in none).
 
-    The same answer as `check_is_max_context` for every (span, position), in
+    The same answer as the original's `_check_is_max_context` for every (span,
+    position; tests/squad_reference.py holds it), in
     one pass: the spans are visited in order and a later span wins only with a
     strictly higher score, computed with the very same float expression.
     """
@@ -65,47 +66,6 @@ def max_context_span_indexes(doc_spans, num_doc_tokens):
                 best_score[position] = score
                 best_span[position] = span_index
     return best_span
-
-
-def check_is_max_context(doc_spans, cur_span_index, position):
-    """Check if this is the 'max context' doc span for the token.
-
-    Because of the sliding window approach taken to scoring documents, a single
-    token can appear in multiple documents. E.g.
-     Doc: the man went to the store and bought a gallon of milk
-     Span A: the man went to the
-     Span B: to the store and bought
-     Span C: and bought a gallon of
-     ...
-
-    Now the word 'bought' will have two scores from spans B and C. We only
-    want to consider the score with "maximum context", which we define as
-    the *minimum* of its left and right context (the *sum* of left and
-    right context will always be the same, of course).
-
-    In the example the maximum context for 'bought' would be span C since
-    it has 1 left context and 3 right context, while span B has 4 left context
-    and 0 right context.
-
-    (`convert_examples_to_features` uses `max_context_span_indexes`, which
-    gives the same answers for all positions at once.)
-    """
-    best_score = None
-    best_span_index = None
-    for (span_index, doc_span) in enumerate(doc_spans):
-        end = doc_span.start + doc_span.length - 1
-        if position < doc_span.start:
-            continue
-        if position > end:
-            continue
-        num_left_context = position - doc_span.start
-        num_right_context = end - position
-        score = min(num_left_context, num_right_context) + 0.01 * doc_span.length
-        if best_score is None or score > best_score:
-            best_score = score
-            best_span_index = span_index
-
-    return cur_span_index == best_span_index
 
 
 def doc_windows(num_doc_tokens, max_tokens, doc_stride):
@@ -166,7 +126,7 @@ def _graph_max_context(f_example, f_window, f_start, f_length, num_windows, step
                  num_doc_tokens, max_tokens):
     """bool [F, S']: whether each span offset's token has its max context in its window.
 
-    `check_is_max_context` over the windows of the same example: score
+    The original's `_check_is_max_context` over the windows of the same example: score
     min(left, right) + 0.01 * length in float64, the first window wins a tie.
     Columns are offsets d in the span (token f_start + d); S' = max length.
     Only the windows that can overlap window k are scored: j in k +- R,

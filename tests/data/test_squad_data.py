@@ -29,6 +29,7 @@ from bert_tf.data import squad_data
 from bert_tf.data import squad_windows
 from bert_tf.errors import UserError
 from tests.records import decode_record
+from tests.squad_reference import check_is_max_context
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(REPO, "tools", "evaluate_squad.py")
@@ -400,7 +401,7 @@ def test_fast_answer_span_and_max_context_equal_the_original_searches():
         best = squad_windows.max_context_span_indexes(spans, n)
         for span_index, span in enumerate(spans):
             for position in range(span.start, span.start + span.length):
-                assert (best[position] == span_index) == squad_windows.check_is_max_context(
+                assert (best[position] == span_index) == check_is_max_context(
                     spans, span_index, position)
 
 
