@@ -62,7 +62,7 @@ def main():
 
     import numpy as np
     import tensorflow as tf
-    from bert_tf.tasks.classifier import BertClassifier
+    from bert_tf.tasks.classifier.model import BertClassifier
     from bert_tf.modeling.config import BertConfig
     from bert_tf.modeling import precision
 

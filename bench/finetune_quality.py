@@ -124,8 +124,8 @@ def _dev_features(args):
     import numpy as np  # pylint: disable=g-import-not-at-top
     from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
     from bert_tf.modeling.config import BertConfig  # pylint: disable=g-import-not-at-top
-    from bert_tf.data import classifier_data  # pylint: disable=g-import-not-at-top
-    from bert_tf.data import classifier_processors  # pylint: disable=g-import-not-at-top
+    from bert_tf.tasks.classifier import data as classifier_data  # pylint: disable=g-import-not-at-top
+    from bert_tf.tasks.classifier import data_processors as classifier_processors  # pylint: disable=g-import-not-at-top
 
     config = BertConfig.from_json_file(args.probe_config)
     tokenizer = tokenization.FullTokenizer(args.probe_vocab, do_lower_case=True)
@@ -170,7 +170,7 @@ def _dev_probs(args):
     import numpy as np  # pylint: disable=g-import-not-at-top
     config, labels, inputs, label_ids = _dev_features(args)
     from bert_tf.modeling import checkpoint  # pylint: disable=g-import-not-at-top
-    from bert_tf.tasks.classifier import BertClassifier  # pylint: disable=g-import-not-at-top
+    from bert_tf.tasks.classifier.model import BertClassifier  # pylint: disable=g-import-not-at-top
 
     model = BertClassifier(config, num_labels=len(labels))
     rows = []

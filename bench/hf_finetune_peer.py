@@ -26,7 +26,7 @@ The data (--data_dir):
   ner:   CoNLL files train.txt and dev.txt: one word a line, the word first and
          its label last (whitespace-separated), a blank line between sentences,
          `-DOCSTART-` lines skipped. The labels are the training file's, "O"
-         first and the others sorted (bert_tf.data.ner_data.get_labels, as
+         first and the others sorted (bert_tf.tasks.token_classification.data.get_labels, as
          run_ner lists them).
 
 The run:
@@ -66,7 +66,7 @@ The run:
     prediction at its first sub-token ("O" for a word cut off by the
     truncation or without any sub-token; both counted in the output), scored
     by seqeval 1.2.2 (default mode, what `evaluate.load("seqeval")` reports)
-    and checked against bert_tf.data.conlleval to 1e-9.
+    and checked against bert_tf.tasks.token_classification.data_conlleval to 1e-9.
 
 Seeds: `transformers.set_seed` and `tf.keras.utils.set_random_seed` (Python,
 NumPy, TensorFlow: the classifier head's initialisation, dropout, the shuffle).
@@ -157,7 +157,7 @@ def read_pairs(path):
 
 
 def read_conll(path):
-    """(words, labels) per sentence of a CoNLL file, as bert_tf.data.ner_data.read_conll reads it.
+    """(words, labels) per sentence of a CoNLL file, as bert_tf.tasks.token_classification.data.read_conll reads it.
 
     Whitespace-separated columns, the word first and the label last; a blank
     line or a `-DOCSTART-` line ends a sentence.
@@ -371,11 +371,11 @@ def score_entities(gold, predicted):
                   "recall": float(metrics.recall_score(gold, predicted)),
                   "f1": float(metrics.f1_score(gold, predicted)),
                   "accuracy": float(metrics.accuracy_score(gold, predicted))}
-    from bert_tf.data import conlleval  # pure Python
+    from bert_tf.tasks.token_classification import data_conlleval as conlleval  # pure Python
     ours = conlleval.evaluate(gold, predicted)
     for key, value in scores.items():
         if abs(value - ours[key]) > METRIC_TOLERANCE:
-            raise SystemExit("seqeval's %s %r is not bert_tf.data.conlleval's %r"
+            raise SystemExit("seqeval's %s %r is not bert_tf.tasks.token_classification.data_conlleval's %r"
                              % (key, value, ours[key]))
     return scores
 
@@ -413,7 +413,7 @@ def evaluate(model, task, features, collator, batch_size, label_list, dev, word_
             "dev_recall": scores["recall"], "dev_word_accuracy": scores["accuracy"],
             "dev_examples": len(dev), "dev_words": sum(len(words) for words, _ in dev),
             "dev_words_without_prediction": cut_off,
-            "scorer": "seqeval default mode (== bert_tf.data.conlleval)"}
+            "scorer": "seqeval default mode (== bert_tf.tasks.token_classification.data_conlleval)"}
 
 
 # --------------------------------------------------------------------------

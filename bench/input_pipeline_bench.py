@@ -99,8 +99,8 @@ def write_pretraining_records(directory, vocab_file, seq_length, dupe_factor):
 def write_classifier_records(directory, vocab_file, seq_length):
     """The sentence-pair task's train.tf_record at seq_length; returns (file, records)."""
     from bert_tf import tokenization
-    from bert_tf.data import classifier_data
-    from bert_tf.data import classifier_processors
+    from bert_tf.tasks.classifier import data as classifier_data
+    from bert_tf.tasks.classifier import data_processors as classifier_processors
     from bert_tf.data import demo_corpus
     task_dir = os.path.join(directory, "pairs")
     if not os.path.exists(task_dir):
@@ -115,7 +115,7 @@ def write_classifier_records(directory, vocab_file, seq_length):
 
 
 def make_dataset(kind, files, seq_length, batch_size, config):
-    from bert_tf.data import classifier_data
+    from bert_tf.tasks.classifier import data as classifier_data
     from bert_tf.data import input_pipeline
     if kind == "pre-training":
         return input_pipeline.create_pretraining_dataset(

@@ -106,7 +106,7 @@ def main():
     from bert_tf.export.saved_model import export_saved_model
     from bert_tf.modeling import checkpoint
     from bert_tf.modeling.config import BertConfig
-    from bert_tf.tasks.classifier import BertClassifier
+    from bert_tf.tasks.classifier.model import BertClassifier
 
     config = (BertConfig.from_json_file(args.bert_config_file) if args.bert_config_file
               else BertConfig.from_dict(MINILM))

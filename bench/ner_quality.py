@@ -22,7 +22,7 @@ What it does (BENCHMARKS.md has the figures):
    predictions files: eval_predictions.txt (dev) and test_predictions.txt
    (test), their gold column checked word by word against dev.txt and
    test.txt. Each file is scored with bert_tf's conlleval module
-   (`bert_tf.data.conlleval`) and with seqeval 1.2.2 (`seqeval.metrics`'
+   (`bert_tf.tasks.token_classification.data_conlleval`) and with seqeval 1.2.2 (`seqeval.metrics`'
    precision_score / recall_score / f1_score, default mode: its conlleval
    port); the two must agree to 1e-9 (asserted), and the dev scores must
    equal eval_results.txt's (float32 there: to 1e-6).
@@ -49,7 +49,7 @@ import benchlib  # noqa: E402  (bench/, beside this script)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1, REPO_ROOT)
-from bert_tf.data import conlleval  # noqa: E402  (no TensorFlow)
+from bert_tf.tasks.token_classification import data_conlleval as conlleval  # noqa: E402  (no TensorFlow)
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 TOLERANCE = 1e-9
@@ -121,7 +121,7 @@ def read_predictions(predictions_file, data_file):
 
 
 def entity_counts(gold, predicted):
-    """gold / predicted / correct entities (conlleval's chunks, bert_tf.data.conlleval)."""
+    """gold / predicted / correct entities (conlleval's chunks, bert_tf.tasks.token_classification.data_conlleval)."""
     counts = {"gold": 0, "predicted": 0, "correct": 0}
     for g, p in zip(gold, predicted):
         gold_chunks, predicted_chunks = set(conlleval.get_chunks(g)), set(conlleval.get_chunks(p))
@@ -138,7 +138,7 @@ def seqeval_metrics():
 
 
 def score(gold, predicted):
-    """Ours (bert_tf.data.conlleval) and seqeval's scores of the same labels; asserts they agree."""
+    """Ours (bert_tf.tasks.token_classification.data_conlleval) and seqeval's scores of the same labels; asserts they agree."""
     metrics = seqeval_metrics()
     ours = conlleval.evaluate(gold, predicted)
     with warnings.catch_warnings():
@@ -278,7 +278,7 @@ def main():
         ["split", "sentences", "gold entities", "predicted", "correct", "precision", "recall",
          "F1", "seqeval precision", "seqeval recall", "seqeval F1"], rows))
     print()
-    print("bert_tf.data.conlleval == seqeval %s on the same predictions (precision, recall, F1, "
+    print("bert_tf.tasks.token_classification.data_conlleval == seqeval %s on the same predictions (precision, recall, F1, "
           "accuracy; largest difference %.1e); eval_results.txt's dev precision / recall / f1 "
           "= the dev predictions' to %g (eval_loss %.4f)"
           % (importlib.metadata.version("seqeval"),

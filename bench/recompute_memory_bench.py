@@ -73,7 +73,7 @@ def step(args):
     import keras
     import numpy as np
     from bert_tf.modeling.config import BertConfig
-    from bert_tf.tasks.pretraining import BertPretrainer
+    from bert_tf.tasks.pretraining.model import BertPretrainer
     from bert_tf.training import optimization
 
     config = BertConfig.from_json_file(args.bert_config_file)

@@ -105,7 +105,7 @@ def point(args):
             return step(*inputs).numpy()
     else:
         from bert_tf.training import optimization
-        from bert_tf.tasks.pretraining import BertPretrainer
+        from bert_tf.tasks.pretraining.model import BertPretrainer
         p = benchlib.num_predictions(s)
         features["masked_lm_positions"] = np.stack(
             [np.sort(rng.choice(np.arange(1, s), p, replace=False)) for _ in range(b)]

@@ -114,7 +114,7 @@ def _python_runner(impl, vocab_file, do_lower_case, unit):
         flags.FLAGS.preserve_unused_tokens = False
     else:
         from bert_tf import tokenization
-        from bert_tf.data import classifier_data as classifier
+        from bert_tf.tasks.classifier import data as classifier
     labels = ["0", "1"]
 
     def run(texts):

@@ -1,13 +1,13 @@
 """The model classes, in one place (original: `modeling.BertModel` and each script's `create_model`).
 
   BertModel        the backbone (`bert/...`)                          bert_tf.modeling.bert_model
-  BertPretrainer   + the masked-LM and next-sentence heads (`cls/...`) bert_tf.tasks.pretraining
-  BertFillMask     BertPretrainer + its tokenizer: fill_mask          bert_tf.tasks.pretraining
-  BertClassifier   + the classifier head (`output_weights`/`_bias`)   bert_tf.tasks.classifier
-  BertSquad        + the SQuAD span head (`cls/squad/...`)            bert_tf.tasks.squad
-  SentenceEmbedder + a pooling over the real tokens: sentence vectors  bert_tf.tasks.embeddings
-  BertMultipleChoice + a score per choice (SWAG; `output_weights`)    bert_tf.tasks.multiple_choice
-  BertTokenClassifier + the classifier head on every token (NER)   bert_tf.tasks.token_classification
+  BertPretrainer   + the masked-LM and next-sentence heads (`cls/...`) bert_tf.tasks.pretraining.model
+  BertFillMask     BertPretrainer + its tokenizer: fill_mask          bert_tf.tasks.pretraining.model
+  BertClassifier   + the classifier head (`output_weights`/`_bias`)   bert_tf.tasks.classifier.model
+  BertSquad        + the SQuAD span head (`cls/squad/...`)            bert_tf.tasks.squad.model
+  SentenceEmbedder + a pooling over the real tokens: sentence vectors  bert_tf.tasks.embeddings.model
+  BertMultipleChoice + a score per choice (SWAG; `output_weights`)    bert_tf.tasks.multiple_choice.model
+  BertTokenClassifier + the classifier head on every token (NER)   bert_tf.tasks.token_classification.model
   BertPreprocessor raw text -> input_ids / input_mask / segment_ids   bert_tf.tokenization.preprocessor
 
 Every class is a Keras 3 object registered for `.keras` files
@@ -31,15 +31,15 @@ Example:
   ```
 """
 
-from bert_tf.tasks.classifier import BertClassifier  # noqa: F401
-from bert_tf.tasks.pretraining import BertFillMask  # noqa: F401
+from bert_tf.tasks.classifier.model import BertClassifier  # noqa: F401
+from bert_tf.tasks.pretraining.model import BertFillMask  # noqa: F401
 from bert_tf.modeling.bert_model import BertModel  # noqa: F401
 from bert_tf.tokenization.preprocessor import BertPreprocessor  # noqa: F401
-from bert_tf.tasks.pretraining import BertPretrainer  # noqa: F401
-from bert_tf.tasks.squad import BertSquad  # noqa: F401
-from bert_tf.tasks.embeddings import SentenceEmbedder  # noqa: F401
-from bert_tf.tasks.multiple_choice import BertMultipleChoice  # noqa: F401
-from bert_tf.tasks.token_classification import BertTokenClassifier  # noqa: F401
+from bert_tf.tasks.pretraining.model import BertPretrainer  # noqa: F401
+from bert_tf.tasks.squad.model import BertSquad  # noqa: F401
+from bert_tf.tasks.embeddings.model import SentenceEmbedder  # noqa: F401
+from bert_tf.tasks.multiple_choice.model import BertMultipleChoice  # noqa: F401
+from bert_tf.tasks.token_classification.model import BertTokenClassifier  # noqa: F401
 
 __all__ = ["BertClassifier", "BertFillMask", "BertModel", "BertMultipleChoice", "BertPreprocessor",
            "BertPretrainer", "BertSquad", "BertTokenClassifier", "SentenceEmbedder"]

@@ -111,7 +111,7 @@ def task_files(tmp_path_factory, name):
 
 def _write_head(files, kind, directory):
     """The pre-training checkpoint's encoder with a random head of `kind`: a prefix."""
-    from bert_tf.data import ner_data
+    from bert_tf.tasks.token_classification import data as ner_data
     from bert_tf.modeling import checkpoint
     prefix, rows, seed = _HEADS[kind]
     rng = np.random.RandomState(seed)

@@ -329,7 +329,7 @@ def test_optimizer_bench_variables_are_the_pretraining_models():
     # and shapes) that pre-training trains, so its weight-decay exclusions and
     # sizes are the real ones.
     from bench import optimizer_bench
-    from bert_tf.tasks import pretraining
+    from bert_tf.tasks.pretraining import model as pretraining
     from tests.test_pretraining import tiny_config
     config = tiny_config()
     model = pretraining.BertPretrainer(config)

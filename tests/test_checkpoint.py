@@ -238,7 +238,7 @@ def test_unreadable_checkpoint_is_one_line_and_assigns_nothing(tmp_path, how, ex
 
 
 def test_allow_missing_heads_takes_a_whole_head_or_none(tmp_path):
-    from bert_tf.tasks.classifier import BertClassifier
+    from bert_tf.tasks.classifier.model import BertClassifier
     config = BertConfig.from_dict(TINY_CONFIG)
     backbone = BertModel(config)
     prefix = checkpoint.save_checkpoint(backbone, str(tmp_path / "release" / "bert_model.ckpt"))
@@ -265,9 +265,9 @@ def test_allow_missing_heads_takes_a_whole_head_or_none(tmp_path):
 
 def test_the_name_table_holds_every_head(tiny_config):
     """The one TF1 name table (`expected_tf1_variables`, `head_of`) against each task model."""
-    from bert_tf.tasks.classifier import BertClassifier
-    from bert_tf.tasks.pretraining import BertPretrainer
-    from bert_tf.tasks.squad import BertSquad
+    from bert_tf.tasks.classifier.model import BertClassifier
+    from bert_tf.tasks.pretraining.model import BertPretrainer
+    from bert_tf.tasks.squad.model import BertSquad
     models = {"pretraining": BertPretrainer(tiny_config),
               "classifier": BertClassifier(tiny_config, 3),
               "squad": BertSquad(tiny_config)}

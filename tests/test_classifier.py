@@ -1,4 +1,4 @@
-"""Tests for bert_tf/tasks/classifier.py and ClassifierTask (original: run_classifier.py's model_fn).
+"""Tests for bert_tf/tasks/classifier/model.py and ClassifierTask (original: run_classifier.py's model_fn).
 
 * Checkpoint names: `BertClassifier` saves exactly `bert/*` plus the
   original's unscoped `output_weights` / `output_bias`.
@@ -32,12 +32,12 @@ import tensorflow as tf
 from bert_tf.modeling import checkpoint
 from bert_tf.training import distribute
 from bert_tf import training
-from bert_tf.tasks.classifier import BertClassifier
-from bert_tf.tasks.classifier import classification_example_loss
+from bert_tf.tasks.classifier.model import BertClassifier
+from bert_tf.tasks.classifier.model import classification_example_loss
 from bert_tf.data.finite_input import FiniteInput
 from bert_tf.tasks import ClassifierTask
-from bert_tf.tasks.classifier import pearson
-from bert_tf.tasks.classifier import spearman
+from bert_tf.tasks.classifier.model import pearson
+from bert_tf.tasks.classifier.model import spearman
 from tests.test_pretraining import in_memory_dataset_fn
 from tests.test_pretraining import random_batches
 from tests.test_pretraining import tiny_config

@@ -1,4 +1,4 @@
-"""Tests for tools/run_classifier_with_tfhub.py and bert_tf/runs/run_classifier_with_tfhub.py.
+"""Tests for tools/run_classifier_with_tfhub.py and bert_tf/tasks/classifier/run_hub.py.
 
 Data: an MRPC-layout task of real English (`demo_corpus.write_sentence_pair_task`),
 a WordPiece vocab learned from it, and a tiny BERT (2 layers, hidden 32,
@@ -49,9 +49,9 @@ from bert_tf.errors import UserError
 from bert_tf.export import hub as export_hub
 from bert_tf.modeling import checkpoint
 from bert_tf.modeling.bert_model import BertModel
-from bert_tf.runs import run_classifier_with_tfhub as hub_run
-from bert_tf.tasks import hub_classifier
-from bert_tf.tasks.classifier import ClassifierTask
+from bert_tf.tasks.classifier import run_hub as hub_run
+from bert_tf.tasks.classifier import model_hub as hub_classifier
+from bert_tf.tasks.classifier.model import ClassifierTask
 from bert_tf.training import Trainer
 from bert_tf.training import distribute
 from tests.test_classifier import random_examples

@@ -32,9 +32,9 @@ from bert_tf.data import vocab
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint
 from bert_tf.runs import extract_features
-from bert_tf.runs import run_classifier
-from bert_tf.runs import run_pretraining
-from bert_tf.runs import run_squad
+from bert_tf.tasks.classifier import run as run_classifier
+from bert_tf.tasks.pretraining import run as run_pretraining
+from bert_tf.tasks.squad import run as run_squad
 from bert_tf.training.schedule import Schedule
 from tests.test_pretraining import MAX_PREDICTIONS
 from tests.test_pretraining import SEQ_LENGTH

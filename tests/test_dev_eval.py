@@ -244,8 +244,8 @@ def _regression_data(config, num_examples=12, seq_length=8, seed=3):
 def test_keras_evaluate_of_a_regression_reports_pearson_and_spearman_as_the_trainer(tmp_path):
     import tensorflow as tf
     from bert_tf.data.finite_input import FiniteInput
-    from bert_tf.tasks.classifier import BertClassifier
-    from bert_tf.tasks.classifier import ClassifierTask
+    from bert_tf.tasks.classifier.model import BertClassifier
+    from bert_tf.tasks.classifier.model import ClassifierTask
     from bert_tf.training import distribute
     from bert_tf.training.trainer import Trainer
     from tests.test_pretraining import one_layer_config
@@ -270,7 +270,7 @@ def test_keras_evaluate_of_a_regression_reports_pearson_and_spearman_as_the_trai
 
 @pytest.mark.slow
 def test_keras_fit_keeps_the_best_checkpoint_and_stops_early(tmp_path):
-    from bert_tf.tasks.classifier import BertClassifier
+    from bert_tf.tasks.classifier.model import BertClassifier
     from bert_tf.training.callbacks import BestCheckpointCallback
     from bert_tf.training.optimization import create_optimizer
     from tests.test_pretraining import one_layer_config

@@ -1,4 +1,4 @@
-"""Tests for sentence embeddings (bert_tf/tasks/embeddings.py, new): pooling, encode, similarity,
+"""Tests for sentence embeddings (bert_tf/tasks/embeddings/model.py, new): pooling, encode, similarity,
 fine-tuning with in-batch negatives, bert-train-embeddings, the export.
 
 * Each pooling equals NumPy's over the model's own `sequence_output` with the
@@ -27,8 +27,8 @@ from bert_tf import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint
 from bert_tf.modeling.bert_model import BertModel
-from bert_tf.tasks import embeddings
-from bert_tf.tasks.embeddings import SentenceEmbedder
+from bert_tf.tasks.embeddings import model as embeddings
+from bert_tf.tasks.embeddings.model import SentenceEmbedder
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.tokenization.preprocessor import BertPreprocessor
 from bert_tf.training.optimization import create_optimizer

@@ -10,7 +10,7 @@ from bert_tf import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint
 from bert_tf.modeling.bert_model import BertModel
-from bert_tf.tasks.pretraining import BertPretrainer
+from bert_tf.tasks.pretraining.model import BertPretrainer
 from tests.conftest import TINY_CONFIG, make_inputs
 from tests.tolerances import LAYER_ATOL, LAYER_RTOL
 
@@ -214,7 +214,7 @@ def test_pretrainer_resize_follows_with_the_masked_lm_bias(tmp_path):
 
 
 def test_the_task_models_take_inputs_embeds_and_position_ids_as_features():
-    from bert_tf.tasks.classifier import BertClassifier
+    from bert_tf.tasks.classifier.model import BertClassifier
     keras.utils.set_random_seed(3)
     model = BertClassifier(BertConfig.from_dict(TINY_CONFIG), num_labels=2)
     inputs = make_inputs()

@@ -43,12 +43,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data import classifier_data
+from bert_tf.tasks.classifier import data as classifier_data
 from bert_tf.data import input_pipeline
 from bert_tf.modeling import checkpoint
 from bert_tf.runs import finetuning
 from bert_tf.tasks import PretrainingTask
-from bert_tf.tasks.classifier import ClassifierTask
+from bert_tf.tasks.classifier.model import ClassifierTask
 from bert_tf.training import distribute
 from bert_tf.training import trainer as trainer_lib
 from tests.test_pretraining import MAX_PREDICTIONS, SEQ_LENGTH

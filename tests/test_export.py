@@ -44,9 +44,9 @@ from bert_tf import BertConfig
 from bert_tf.modeling import checkpoint
 from bert_tf.export import saved_model as export
 from bert_tf import tokenization
-from bert_tf.tasks.classifier import BertClassifier
-from bert_tf.data import classifier_data
-from bert_tf.data import classifier_processors
+from bert_tf.tasks.classifier.model import BertClassifier
+from bert_tf.tasks.classifier import data as classifier_data
+from bert_tf.tasks.classifier import data_processors as classifier_processors
 from bert_tf.data import demo_corpus
 from bert_tf.data import vocab
 from bert_tf.tokenization.pair_features import build_pair_features

@@ -43,10 +43,10 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import tokenization
-from bert_tf.data import ner_data
+from bert_tf.tasks.token_classification import data as ner_data
 from bert_tf.tokenization.pair_features import build_pair_features
 from bert_tf.errors import UserError
-from bert_tf.export import ner as ner_export
+from bert_tf.tasks.token_classification import serving as ner_export
 from bert_tf.tokenization import graph_tokenizer
 from tests import export_cache
 from tests.test_export import SEQ_LENGTH

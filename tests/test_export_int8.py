@@ -45,7 +45,7 @@ from bert_tf.errors import UserError
 from bert_tf.export import quantize
 from bert_tf.export import saved_model as export
 from bert_tf.modeling import checkpoint
-from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.tasks.classifier.model import BertClassifier
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 from bert_tf.training.optimization import create_optimizer
 from tests.test_pretraining import tiny_config

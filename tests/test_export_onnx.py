@@ -39,7 +39,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data import classifier_processors
+from bert_tf.tasks.classifier import data_processors as classifier_processors
 from bert_tf.errors import UserError
 from bert_tf.export import onnx as onnx_export
 from bert_tf.export import saved_model as export

@@ -20,10 +20,10 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import tokenization
-from bert_tf.data import squad_data
-from bert_tf.data import squad_predictions
+from bert_tf.tasks.squad import data as squad_data
+from bert_tf.tasks.squad import data_predictions as squad_predictions
 from bert_tf.data import squad_windows
-from bert_tf.export.squad import SquadServingModule
+from bert_tf.tasks.squad.serving import SquadServingModule
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 from tests.data.test_squad_data import _write_vocab
 from tests import bare_tf
@@ -90,7 +90,7 @@ def squad_task(tmp_path_factory):
 @pytest.fixture(scope="module")
 def model(squad_task):
     import keras
-    from bert_tf.tasks.squad import BertSquad
+    from bert_tf.tasks.squad.model import BertSquad
     from tests.test_pretraining import tiny_config
     keras.utils.set_random_seed(3)
     vocab_size = len(tokenization.load_vocab(squad_task.vocab))

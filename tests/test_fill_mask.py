@@ -222,7 +222,7 @@ def test_answers_are_tokens_of_the_vocab_when_the_config_has_more_ids(tmp_path):
 
 
 def test_the_served_answers_are_tokens_of_the_vocab_when_the_config_has_more_ids(tmp_path):
-    from bert_tf.export.fill_mask import FillMaskServingModule
+    from bert_tf.tasks.pretraining.serving import FillMaskServingModule
     from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
     model, vocab_file = _larger_vocab_size_model(tmp_path)
     want = model.fill_mask(["The cat [MASK] on the mat.", "[MASK] dog ran [MASK]!"], top_k=4)
@@ -384,7 +384,7 @@ def test_the_tools_bad_input_is_one_line_and_writes_nothing(release, tmp_path):
 
 def test_the_tool_checks_max_seq_length_before_it_loads_the_model(release, tmp_path,
                                                                   monkeypatch):
-    from bert_tf.runs import fill_mask as run
+    from bert_tf.tasks.pretraining import run_fill_mask as run
 
     def no_load(*args, **kwargs):
         raise AssertionError("the model was loaded before --max_seq_length was checked")

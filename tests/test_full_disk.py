@@ -138,7 +138,7 @@ def test_a_checkpoint_state_file_on_a_full_disk_keeps_the_old_one(tmp_path):
 
 @needs_dev_full
 def test_the_classifier_records_on_a_full_disk(tmp_path):
-    from bert_tf.data import classifier_data
+    from bert_tf.tasks.classifier import data as classifier_data
     from bert_tf.tokenization import FullTokenizer
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\n")
@@ -161,7 +161,7 @@ def test_the_classifier_records_on_a_full_disk(tmp_path):
 
 @needs_dev_full
 def test_squad_and_pretraining_records_on_a_full_disk(tmp_path):
-    from bert_tf.data import squad_data
+    from bert_tf.tasks.squad import data as squad_data
     from bert_tf.data import tfrecord
     path = str(tmp_path / "train.tf_record")
     _no_room_at(path)

@@ -30,11 +30,11 @@ from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint
 from bert_tf.modeling import huggingface
 from bert_tf.tasks import registry
-from bert_tf.tasks.classifier import BertClassifier
-from bert_tf.tasks.multiple_choice import BertMultipleChoice
-from bert_tf.tasks.pretraining import BertPretrainer
-from bert_tf.tasks.squad import BertSquad
-from bert_tf.tasks.token_classification import BertTokenClassifier
+from bert_tf.tasks.classifier.model import BertClassifier
+from bert_tf.tasks.multiple_choice.model import BertMultipleChoice
+from bert_tf.tasks.pretraining.model import BertPretrainer
+from bert_tf.tasks.squad.model import BertSquad
+from bert_tf.tasks.token_classification.model import BertTokenClassifier
 from tests.conftest import TINY_CONFIG
 from tests.conftest import make_inputs
 from tests.tools import toolrun

@@ -38,13 +38,13 @@ LIGHT_MODULES = (
     "bert_tf.data.pretraining.instances", "bert_tf.data.pretraining.records",
     "bert_tf.data.pretraining.writing", "bert_tf.data.pretraining.workers",
     "bert_tf.data.pretraining.rng_plan", "bert_tf.data.vocab",
-    "bert_tf.data.demo_corpus", "bert_tf.data.classifier_data",
-    "bert_tf.data.classifier_processors",
-    "bert_tf.data.squad_data", "bert_tf.data.squad_predictions", "bert_tf.data.squad_windows",
-    "bert_tf.data.squad_evaluate", "bert_tf.data.ner_data", "bert_tf.data.embedding_data",
+    "bert_tf.data.demo_corpus", "bert_tf.tasks.classifier.data",
+    "bert_tf.tasks.classifier.data_processors",
+    "bert_tf.tasks.squad.data", "bert_tf.tasks.squad.data_predictions", "bert_tf.data.squad_windows",
+    "bert_tf.tasks.squad.data_evaluate", "bert_tf.tasks.token_classification.data", "bert_tf.tasks.embeddings.data",
     "bert_tf.modeling", "bert_tf.tokenization.full_tokenizer", "bert_tf.tokenization.vocab",
     "bert_tf.tokenization.pair_features", "bert_tf.runs",
-    "bert_tf.runs.create_pretraining_data",
+    "bert_tf.tasks.pretraining.run_create_data",
 )
 HEAVY_MODULES = ("tensorflow", "keras", "tensorflow_text")
 

@@ -30,11 +30,11 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import tokenization
-from bert_tf.data import classifier_data
+from bert_tf.tasks.classifier import data as classifier_data
 from bert_tf.data import text_windows
 from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.modeling.config import BertConfig
-from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.tasks.classifier.model import BertClassifier
 from bert_tf.tokenization.preprocessor import BertPreprocessor
 from tests import bare_tf
 from tests.test_pretraining import one_layer_config
@@ -292,7 +292,7 @@ def test_results_are_the_mean_of_the_windows_logits(files, trained, keras_model)
 
 @pytest.mark.parametrize("kind", ["regression", "multi_label"])
 def test_regression_and_multi_label_documents_are_their_windows_mean_logits(kind):
-    from bert_tf.tasks import classifier
+    from bert_tf.tasks.classifier import model as classifier
     task = classifier.ClassifierTask(one_layer_config(), num_labels=3,
                                      is_regression=kind == "regression",
                                      multi_label=kind == "multi_label", per_document=True)
@@ -413,11 +413,11 @@ def test_every_task_checks_its_stride_by_one_rule_and_defaults_it_in_one_place()
     which its tool, its library function, its model and its export share."""
     import inspect
     from bert_tf.errors import UserError
-    from bert_tf.export.squad import SquadServingModule
-    from bert_tf.runs.run_ner import run_ner
-    from bert_tf.runs.run_squad import run_squad
-    from bert_tf.runs.run_squad import validate_flags_or_throw
-    from bert_tf.tasks.token_classification import BertTokenClassifier
+    from bert_tf.tasks.squad.serving import SquadServingModule
+    from bert_tf.tasks.token_classification.run import run_ner
+    from bert_tf.tasks.squad.run import run_squad
+    from bert_tf.tasks.squad.run import validate_flags_or_throw
+    from bert_tf.tasks.token_classification.model import BertTokenClassifier
     from bert_tf.tools import export_saved_model as export_tool
     from bert_tf.tools import run_classifier as classifier_tool
     from bert_tf.tools import run_ner as ner_tool

@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data import classifier_data
-from bert_tf.data import classifier_processors
+from bert_tf.tasks.classifier import data as classifier_data
+from bert_tf.tasks.classifier import data_processors as classifier_processors
 from bert_tf.errors import UserError
-from bert_tf.tasks.classifier import BertClassifier
-from bert_tf.tasks.classifier import multi_label_example_loss
-from bert_tf.tasks.classifier import multi_label_metrics
+from bert_tf.tasks.classifier.model import BertClassifier
+from bert_tf.tasks.classifier.model import multi_label_example_loss
+from bert_tf.tasks.classifier.model import multi_label_metrics
 from bert_tf.training.optimization import create_optimizer
 from tests.test_pretraining import one_layer_config
 from tests.test_pretraining import write_config

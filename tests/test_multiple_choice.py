@@ -25,7 +25,7 @@ import pytest
 import tensorflow as tf
 
 import bert_tf
-from bert_tf.data import classifier_data
+from bert_tf.tasks.classifier import data as classifier_data
 from bert_tf.modeling import checkpoint
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.tokenization import build_pair_features

@@ -23,11 +23,11 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import tokenization
-from bert_tf.data import conlleval
-from bert_tf.data import ner_data
+from bert_tf.tasks.token_classification import data_conlleval as conlleval
+from bert_tf.tasks.token_classification import data as ner_data
 from bert_tf.data import squad_windows
 from bert_tf.modeling import checkpoint
-from bert_tf.tasks.token_classification import BertTokenClassifier
+from bert_tf.tasks.token_classification.model import BertTokenClassifier
 from tests import bare_tf
 from tests.test_ner_metrics import seqeval_scores
 from tests.test_pretraining import one_layer_config

@@ -1,4 +1,4 @@
-"""conlleval's entity-level scores (`bert_tf.data.conlleval`) against seqeval's, the reference scorer.
+"""conlleval's entity-level scores (`bert_tf.tasks.token_classification.data_conlleval`) against seqeval's, the reference scorer.
 
 seqeval's default mode follows conlleval; both are held to the same counts
 on many random sentences of BIO and IOBES tags, malformed ones included (an
@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-from bert_tf.data import conlleval
+from bert_tf.tasks.token_classification import data_conlleval as conlleval
 from tests.seqeval_reference import import_seqeval
 
 seqeval_metrics, get_entities = import_seqeval()
@@ -65,9 +65,9 @@ def test_malformed_chunks_count_as_conlleval_counts_them():
 
 
 def test_the_exports_graph_chunks_are_conllevals():
-    # bert_tf.export.ner's chunk rules in TF ops, on random BIO / IOBES label ids.
+    # bert_tf.tasks.token_classification.serving's chunk rules in TF ops, on random BIO / IOBES label ids.
     import tensorflow as tf
-    from bert_tf.export import ner
+    from bert_tf.tasks.token_classification import serving as ner
     rng = np.random.RandomState(7)
     labels = ["O"] + ["%s-%s" % (p, t) for p in "BIES" for t in TYPES]
     tags, types = zip(*(conlleval.split_label(label) for label in labels))

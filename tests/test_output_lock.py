@@ -201,7 +201,7 @@ def _classifier_inputs(tmp_path):
 
 
 def test_a_run_that_fails_holding_the_lock_leaves_output_dir_as_it_found_it(tmp_path):
-    from bert_tf.runs import run_classifier
+    from bert_tf.tasks.classifier import run as run_classifier
     from bert_tf.training.scale_out import ScaleOut
     data_dir, vocab_file, config = _classifier_inputs(tmp_path)
     # More GPUs than the machine has: refused by the strategy, made after the lock.

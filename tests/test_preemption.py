@@ -202,7 +202,7 @@ def test_two_workers_stop_after_the_same_step_at_a_ctrl_c_of_one(files):
 _KERAS_CHILD = r"""
 import os, sys
 import numpy as np, tensorflow as tf
-from bert_tf.tasks.pretraining import BertPretrainer
+from bert_tf.tasks.pretraining.model import BertPretrainer
 from bert_tf.training import optimization
 from bert_tf.training.callbacks import CheckpointCallback
 from tests.test_pretraining import random_batches, one_layer_config

@@ -26,11 +26,11 @@ from bert_tf.modeling import checkpoint
 from bert_tf import pretrained
 from bert_tf import releases as release_lib
 from bert_tf import tokenization
-from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.tasks.classifier.model import BertClassifier
 from bert_tf.errors import UserError
 from bert_tf.modeling.bert_model import BertModel
-from bert_tf.tasks.pretraining import BertPretrainer
-from bert_tf.tasks.squad import BertSquad
+from bert_tf.tasks.pretraining.model import BertPretrainer
+from bert_tf.tasks.squad.model import BertSquad
 from tests.conftest import TINY_CONFIG
 from tests.conftest import make_inputs
 from tests.conftest import write_config

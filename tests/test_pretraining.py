@@ -1,4 +1,4 @@
-"""Tests for bert_tf/tasks/pretraining.py (original: run_pretraining.py's model_fn, losses, metric_fn).
+"""Tests for bert_tf/tasks/pretraining/model.py (original: run_pretraining.py's model_fn, losses, metric_fn).
 
 * NumPy re-statements of the losses (the `+ 1e-5` denominator, the NSP mean)
   and of the split-batch normalization.
@@ -26,7 +26,7 @@ import tensorflow as tf
 
 from bert_tf.modeling import checkpoint
 from bert_tf.training import distribute
-from bert_tf.tasks import pretraining
+from bert_tf.tasks.pretraining import model as pretraining
 from bert_tf import training
 from bert_tf.modeling.config import BertConfig
 from bert_tf.data import input_pipeline

@@ -15,8 +15,8 @@ import tensorflow as tf
 from bert_tf import item_progress
 from bert_tf import tokenization
 from bert_tf import training
-from bert_tf.data import classifier_data
-from bert_tf.data import squad_data
+from bert_tf.tasks.classifier import data as classifier_data
+from bert_tf.tasks.squad import data as squad_data
 from bert_tf.export import hub
 from bert_tf.export import saved_model
 from bert_tf.item_progress import ItemProgress

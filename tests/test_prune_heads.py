@@ -12,9 +12,9 @@ from bert_tf import BertConfig, BertModel
 from bert_tf.errors import UserError
 from bert_tf.export import saved_model as export
 from bert_tf.modeling import checkpoint
-from bert_tf.tasks.classifier import BertClassifier
-from bert_tf.tasks.pretraining import BertPretrainer
-from bert_tf.tasks.squad import BertSquad
+from bert_tf.tasks.classifier.model import BertClassifier
+from bert_tf.tasks.pretraining.model import BertPretrainer
+from bert_tf.tasks.squad.model import BertSquad
 from tests.conftest import TINY_CONFIG, make_inputs
 from tests.tolerances import MODEL_ATOL
 

@@ -133,7 +133,7 @@ def _write_release(directory):
     import keras
     from bert_tf.modeling import checkpoint
     from bert_tf.modeling.config import BertConfig
-    from bert_tf.tasks.pretraining import BertPretrainer
+    from bert_tf.tasks.pretraining.model import BertPretrainer
 
     os.makedirs(directory)
     _, vocab_size = _write_vocab(directory)
@@ -161,7 +161,7 @@ def _write_demo_output(directory):
     from bert_tf.data import demo_corpus
     from bert_tf.modeling import checkpoint
     from bert_tf.modeling.config import BertConfig
-    from bert_tf.tasks.pretraining import BertPretrainer
+    from bert_tf.tasks.pretraining.model import BertPretrainer
 
     os.makedirs(directory)
     vocab_file, _ = _write_vocab(directory)

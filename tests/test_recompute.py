@@ -15,7 +15,7 @@ from bert_tf import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.layers.transformer import BertIntermediate
-from bert_tf.tasks.classifier import BertClassifier
+from bert_tf.tasks.classifier.model import BertClassifier
 from tests.conftest import TINY_CONFIG, make_inputs
 from tests.tools import toolrun
 

@@ -130,7 +130,7 @@ def release_files(tmp_path_factory):
     """{file name: bytes} of a valid `uncased_L-2_H-128_A-2` (its real architecture)."""
     from bert_tf.modeling import checkpoint
     from bert_tf.modeling.config import BertConfig
-    from bert_tf.tasks.pretraining import BertPretrainer
+    from bert_tf.tasks.pretraining.model import BertPretrainer
 
     config = BertConfig.from_dict(dict(releases.RELEASES[NAME].config))
     model = BertPretrainer(config)

@@ -211,7 +211,7 @@ def test_an_export_of_a_checkpoint_alone_windows_as_its_task_trains(files, ner_r
     """A checkpoint prefix carries no record: the stride is the one bert-run-ner trains
     with when --doc_stride is not given (`text_windows.DOC_STRIDES`), not SQuAD's."""
     from bert_tf.data import text_windows
-    from bert_tf.runs.run_ner import run_ner
+    from bert_tf.tasks.token_classification.run import run_ner
     import inspect
     export, _ = toolrun.run_tool("export_saved_model", [
         "--task_name=ner", "--init_checkpoint=%s" % tf.train.latest_checkpoint(str(ner_run)),

@@ -1,4 +1,4 @@
-"""Tests for bert_tf/tasks/squad.py and SquadTask (original: run_squad.py's create_model and model_fn).
+"""Tests for bert_tf/tasks/squad/model.py and SquadTask (original: run_squad.py's create_model and model_fn).
 
 * Checkpoint names: `BertSquad` saves exactly `bert/*` plus
   `cls/squad/output_weights` [2, H] and `cls/squad/output_bias` [2].
@@ -26,8 +26,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.modeling import checkpoint
-from bert_tf.tasks.squad import BertSquad
-from bert_tf.tasks.squad import span_example_loss
+from bert_tf.tasks.squad.model import BertSquad
+from bert_tf.tasks.squad.model import span_example_loss
 from bert_tf.tasks import SquadTask
 from tests.test_classifier import finite_input
 from tests.test_classifier import make_trainer

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from bert_tf import tokenization
-from bert_tf.data import classifier_data
+from bert_tf.tasks.classifier import data as classifier_data
 from bert_tf.errors import UserError
 
 RESERVED = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + ["[unused%d]" % i for i in range(5)]

@@ -20,19 +20,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data import classifier_data
+from bert_tf.tasks.classifier import data as classifier_data
 from bert_tf.data import input_pipeline
 from bert_tf.data.finite_input import FiniteInput
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint
 from bert_tf.modeling import padding
 from bert_tf.runs import finetuning
-from bert_tf.tasks import embeddings
+from bert_tf.tasks.embeddings import model as embeddings
 from bert_tf.tasks import PretrainingTask
-from bert_tf.tasks.classifier import ClassifierTask
-from bert_tf.tasks.multiple_choice import MultipleChoiceTask
-from bert_tf.tasks.squad import SquadTask
-from bert_tf.tasks.token_classification import TokenClassificationTask
+from bert_tf.tasks.classifier.model import ClassifierTask
+from bert_tf.tasks.multiple_choice.model import MultipleChoiceTask
+from bert_tf.tasks.squad.model import SquadTask
+from bert_tf.tasks.token_classification.model import TokenClassificationTask
 from bert_tf.training import distribute
 from bert_tf.training import steps
 from bert_tf.training.trainer import Trainer
@@ -396,7 +396,7 @@ def test_bad_flag_combinations_are_one_line(tmp_path):
     with pytest.raises(UserError, match=r"^--bucket_by_length: with --use_xla every row stays "
                                         r"whole"):
         scale_out_of("--bucket_by_length", "--use_xla")
-    from bert_tf.runs.run_squad import run_squad
+    from bert_tf.tasks.squad.run import run_squad
     from bert_tf.training.scale_out import ScaleOut
     from tests.test_pretraining import write_config
     config = write_config(tiny_config(), str(tmp_path / "bert_config.json"))

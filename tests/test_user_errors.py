@@ -18,7 +18,7 @@ import tensorflow as tf
 from bert_tf.training import distribute
 from bert_tf import fileio
 from bert_tf import training
-from bert_tf.data import classifier_data
+from bert_tf.tasks.classifier import data as classifier_data
 from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
 from bert_tf.tasks import ClassifierTask

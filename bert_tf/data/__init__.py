@@ -1,4 +1,6 @@
-"""Data for every task: text in, TFRecords out, tf.data pipelines back in.
+"""The data machinery every task shares: text in, TFRecords out, tf.data pipelines back in.
+
+Each task's own readers and records are in its folder (`bert_tf/tasks/<task>/data*`).
 
   demo_corpus       real English from `pydoc_data.topics`: a pre-training
                     corpus, a sentence-pair task (MRPC's layout).
@@ -6,13 +8,9 @@
   pretraining/      the original create_pretraining_data (exact, sharded,
                     multi-process, on Beam), a module per job.
   tfrecord          TFRecord files without TensorFlow (tf.io.TFRecordWriter's bytes).
-  classifier_data   run_classifier's examples, TSV reading, convert_single_example, records.
-  classifier_processors
-                    run_classifier's processors (GLUE, XNLI, multilabel) and the task registry.
-  squad_data        run_squad's examples, features and records.
-  squad_predictions run_squad's answers from the logits: the n-best, predictions.json.
-  squad_windows     run_squad's doc-stride windows, in Python and as graph ops.
-  squad_evaluate    the official SQuAD v1.1 / v2.0 scores.
+  squad_windows     run_squad's doc-stride windows, in Python and as graph ops (the
+                    classifier's and the named-entity windows too).
+  text_windows      a long text in those windows; the one stride rule and default per task.
   input_pipeline    the original input_fns as tf.data, with every record checked.
   record_checks     the records against the model: the first ones of each file, every
                     one inside tf.data, a bad one named in one line.

@@ -8,9 +8,9 @@ hold counts only in its "max context" window: the one where min(left context,
 right context) + 0.01 * window length is highest, the first one on a tie
 (original: `_check_is_max_context`, 513-547).
 
-  Python (convert_examples_to_features, `bert_tf.data.squad_data`):
+  Python (convert_examples_to_features, `bert_tf.tasks.squad.data`):
     doc_spans, max_context_span_indexes
-  Graph ops (the SQuAD SavedModel, `bert_tf.export.squad`):
+  Graph ops (the SQuAD SavedModel, `bert_tf.tasks.squad.serving`):
     doc_windows, graph_doc_spans (TensorFlow is imported when they are called)
 
 `bert_tf.data.text_windows` cuts a long text to classify with the same spans.

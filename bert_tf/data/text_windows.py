@@ -10,7 +10,7 @@ logits. Single texts only: a pair has no one text to cut.
   Every task's stride (run_squad's, run_ner's and the classifier's windows,
   their models' and their exports'): DOC_STRIDES, default_doc_stride,
     check_doc_stride
-  Python (run_classifier's records, `bert_tf.data.classifier_data`): spans
+  Python (run_classifier's records, `bert_tf.tasks.classifier.data`): spans
   Graph ops (`BertClassifier(doc_stride=...)` on raw text, the classifier export):
     window_features (TensorFlow is imported when it is called)
 

@@ -8,11 +8,10 @@
   serving_module
                ModelServingModule, what each served model's tf.Module starts
                with (the variables, the tokenizer, the settings as variables).
-  squad        SquadServingModule: run_squad's features, windows and answers in
-               core TensorFlow ops.
-  fill_mask    FillMaskServingModule: the best tokens for each [MASK].
-  ner          NerServingModule: a label per word and the entities with their
-               character offsets.
+
+A task's own serving module is in its folder (`bert_tf/tasks/<task>/serving.py`:
+squad's answers, fill-mask's tokens, the named entities).
+
   hub          the TF Hub pair: preprocessor and encoder SavedModels.
   quantize     --quantize=int8: a LiteRT model with int8 weights for CPUs
                (features in), and Int8Model to run it.

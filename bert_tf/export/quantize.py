@@ -61,8 +61,8 @@ from bert_tf.export import onnx as onnx_export
 from bert_tf.export import serving_module
 from bert_tf.modeling import padding
 from bert_tf.modeling import precision
-from bert_tf.tasks import classifier
-from bert_tf.tasks import embeddings
+from bert_tf.tasks.classifier import model as classifier
+from bert_tf.tasks.embeddings import model as embeddings
 
 QUANTIZE = ("int8",)
 # The tasks an int8 export serves (export_saved_model's kinds).

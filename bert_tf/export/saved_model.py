@@ -26,7 +26,7 @@ signatures:
     model on every window and return one row per text from the mean of its
     windows' logits; serve_features and serve_examples score rows as given)
 
-  fill_mask (task_name "fill_mask"; `bert_tf.export.fill_mask`, any release):
+  fill_mask (task_name "fill_mask"; `bert_tf.tasks.pretraining.serving`, any release):
     serving_default  text_a: string [batch] with "[MASK]"s -> token_ids int32, token_strings
                      string, scores float32 [batch, masks, top_k] (the best tokens per
                      [MASK], best first, as `BertFillMask.fill_mask`), mask_positions
@@ -42,7 +42,7 @@ signatures:
     serve_features   input_ids, input_mask, segment_ids -> pooled_output,
                      sequence_output, encoder_outputs
 
-  embeddings (task_name "embeddings": a sentence embedder, `bert_tf.tasks.embeddings`):
+  embeddings (task_name "embeddings": a sentence embedder, `bert_tf.tasks.embeddings.model`):
     serving_default  text_a: string [batch] -> embeddings float32 [batch, H]
                      (pooling over the real tokens, normalized or not: the
                      checkpoint directory's embedding_config.json, or the
@@ -73,7 +73,7 @@ and (classifier) `labels` as variables, and `vocab_file` as the asset.
   # /models/mrpc/<timestamp>/saved_model.pb, variables/, assets/vocab.txt
 
   ner (task_name "ner": a checkpoint of bert-run-ner, its labels.txt beside it;
-  `bert_tf.export.ner`):
+  `bert_tf.tasks.token_classification.serving`):
     serving_default  text_a: string [batch] -> words, labels string [batch, words],
                      word_start, word_end int32 (character offsets), num_words;
                      entity_types, entity_texts string [batch, entities],
@@ -89,9 +89,9 @@ the original's InputExample names: each has `serve_text_a`, and its
 `serving_default` takes `text_a` (squad's and multiple_choice's take their
 task's own texts).
 
-`squad` dispatches to `bert_tf.export.squad.SquadServingModule`, `fill_mask` to
-`bert_tf.export.fill_mask.FillMaskServingModule`, `ner` to
-`bert_tf.export.ner.NerServingModule`,
+`squad` dispatches to `bert_tf.tasks.squad.serving.SquadServingModule`, `fill_mask` to
+`bert_tf.tasks.pretraining.serving.FillMaskServingModule`, `ner` to
+`bert_tf.tasks.token_classification.serving.NerServingModule`,
 `format="tfhub"` to `bert_tf.export.hub.export_tfhub`, `format="onnx"` (the
 `serve_features` signature as an ONNX model) to `bert_tf.export.onnx`, and
 `quantize="int8"` to `bert_tf.export.quantize.export_int8` (a LiteRT model,
@@ -113,31 +113,31 @@ from bert_tf import locks
 from bert_tf import logs
 from bert_tf import releases
 from bert_tf import tokenization
-from bert_tf.data import classifier_processors
-from bert_tf.data import ner_data
+from bert_tf.tasks.classifier import data_processors as classifier_processors
+from bert_tf.tasks.token_classification import data as ner_data
 from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.export import hub
-from bert_tf.export import ner as ner_export
+from bert_tf.tasks.token_classification import serving as ner_export
 from bert_tf.export import onnx as onnx_export
 from bert_tf.export import quantize as quantize_lib
 from bert_tf.export import serving_module
-from bert_tf.export.fill_mask import FillMaskServingModule
-from bert_tf.export.ner import NerServingModule
-from bert_tf.export.squad import SquadServingModule
+from bert_tf.tasks.pretraining.serving import FillMaskServingModule
+from bert_tf.tasks.token_classification.serving import NerServingModule
+from bert_tf.tasks.squad.serving import SquadServingModule
 from bert_tf.item_progress import PhaseLog
 from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.modeling import precision
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
-from bert_tf.tasks import embeddings
-from bert_tf.tasks import multiple_choice
-from bert_tf.tasks.classifier import BertClassifier
-from bert_tf.tasks.classifier import check_threshold
-from bert_tf.tasks.classifier import head_outputs
-from bert_tf.tasks.pretraining import BertPretrainer
-from bert_tf.tasks.squad import BertSquad
-from bert_tf.tasks.token_classification import BertTokenClassifier
+from bert_tf.tasks.embeddings import model as embeddings
+from bert_tf.tasks.multiple_choice import model as multiple_choice
+from bert_tf.tasks.classifier.model import BertClassifier
+from bert_tf.tasks.classifier.model import check_threshold
+from bert_tf.tasks.classifier.model import head_outputs
+from bert_tf.tasks.pretraining.model import BertPretrainer
+from bert_tf.tasks.squad.model import BertSquad
+from bert_tf.tasks.token_classification.model import BertTokenClassifier
 from bert_tf.tokenization import graph_tokenizer
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 from bert_tf.training import run_record
@@ -547,7 +547,7 @@ class EncoderServingModule(_ServingModule):
 
 
 class EmbeddingsServingModule(_ServingModule):
-    """A sentence embedder served from raw text or features (`bert_tf.tasks.embeddings`).
+    """A sentence embedder served from raw text or features (`bert_tf.tasks.embeddings.model`).
 
     Each text is embedded on its own (`[CLS] text [SEP]`, truncated to
     max_seq_length - 2 tokens), as `SentenceEmbedder.encode` does.
@@ -585,7 +585,7 @@ class EmbeddingsServingModule(_ServingModule):
 
 
 class MultipleChoiceServingModule(serving_module.ModelServingModule):
-    """A `BertMultipleChoice` served from raw text or features (`bert_tf.tasks.multiple_choice`).
+    """A `BertMultipleChoice` served from raw text or features (`bert_tf.tasks.multiple_choice.model`).
 
     The text signature packs choice i as the pair (context, start + " " +
     ending i) with the GraphTokenizer (`multiple_choice.choice_pairs`), as
@@ -638,7 +638,7 @@ class MultipleChoiceServingModule(serving_module.ModelServingModule):
 
 
 class SquadRoot(tf.Module):
-    """The saved root of a SQuAD export: `bert_tf.export.squad.SquadServingModule` as `squad`,
+    """The saved root of a SQuAD export: `bert_tf.tasks.squad.serving.SquadServingModule` as `squad`,
     plus `do_lower_case`, `max_seq_length` and the vocab asset, as the other exports have.
     """
 
@@ -777,7 +777,7 @@ def export_saved_model(task_name=None, bert_config_file=None, vocab_file=None,
         Runtime's dynamic quantization, beside the float32 ONNX export's
         files (`bert_tf.export.onnx.quantize_int8`; onnxruntime needed).
       max_windows: task "ner" only: the most windows of one text the model
-        runs on (None: `bert_tf.export.ner.DEFAULT_MAX_WINDOWS`, 64); a
+        runs on (None: `bert_tf.tasks.token_classification.serving.DEFAULT_MAX_WINDOWS`, 64); a
         longer text is answered as its first words that fit in them.
 
     Returns:

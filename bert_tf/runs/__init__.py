@@ -1,14 +1,12 @@
-"""The runs behind the tools: the library function each command line calls.
+"""The runs every task shares, and the tools' runs that are no task's.
 
-  run_pretraining            run_pretraining (bert-run-pretraining)
-  run_classifier             run_classifier (bert-run-classifier)
-  run_classifier_with_tfhub  run_classifier_with_tfhub (bert-run-classifier-with-tfhub)
-  run_squad                  run_squad (bert-run-squad)
+A task's own run is in its folder (`bert_tf/tasks/<task>/run*`: run_classifier,
+run_ner, run_squad, run_pretraining, ...).
+
   finetuning                 what the fine-tuning runs share: their course on a
                              `Schedule`, the record datasets, the best checkpoint,
                              test_results.tsv, the classifier runs' course
   extract_features           extract_features (bert-extract-features)
-  create_pretraining_data    create_pretraining_data (bert-create-pretraining-data)
   show_attention             show_attention (bert-show-attention)
 
 Each run takes its tool's flags as keyword arguments of the same names (the

@@ -27,7 +27,7 @@ from bert_tf import locks
 from bert_tf import logs
 from bert_tf import releases
 from bert_tf import tokenization
-from bert_tf.data import classifier_data
+from bert_tf.tasks.classifier import data as classifier_data
 from bert_tf.data import input_pipeline
 from bert_tf.data import text_windows
 from bert_tf.errors import UserError

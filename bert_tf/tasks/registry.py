@@ -24,13 +24,13 @@ import collections
 
 from bert_tf.errors import UserError
 from bert_tf.modeling.bert_model import BertModel
-from bert_tf.tasks.classifier import BertClassifier
-from bert_tf.tasks.embeddings import SentenceEmbedder
-from bert_tf.tasks.multiple_choice import BertMultipleChoice
-from bert_tf.tasks.pretraining import BertFillMask
-from bert_tf.tasks.pretraining import BertPretrainer
-from bert_tf.tasks.squad import BertSquad
-from bert_tf.tasks.token_classification import BertTokenClassifier
+from bert_tf.tasks.classifier.model import BertClassifier
+from bert_tf.tasks.embeddings.model import SentenceEmbedder
+from bert_tf.tasks.multiple_choice.model import BertMultipleChoice
+from bert_tf.tasks.pretraining.model import BertFillMask
+from bert_tf.tasks.pretraining.model import BertPretrainer
+from bert_tf.tasks.squad.model import BertSquad
+from bert_tf.tasks.token_classification.model import BertTokenClassifier
 
 # head= -> the model class (None: the backbone alone).
 TASKS = collections.OrderedDict((cls.task_name, cls) for cls in (

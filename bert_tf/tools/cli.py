@@ -5,7 +5,7 @@ flags it takes (`bert_tf.tools.flag_groups`) and the library function it
 calls, declared as one `Tool`:
 
   def function():
-      from bert_tf.runs.run_classifier import run_classifier
+      from bert_tf.tasks.classifier.run import run_classifier
       return run_classifier
 
   TOOL = cli.Tool(__name__, function, flag_groups.MODEL + flag_groups.CLASSIFIER,

@@ -88,7 +88,7 @@ FLAGS = (
 # Beam's own pipeline options (after a `--`) are the run's beam_args.
 def function():
     """The library function this tool calls (imported when it runs)."""
-    from bert_tf.runs.create_pretraining_data import create_pretraining_data
+    from bert_tf.tasks.pretraining.run_create_data import create_pretraining_data
     return create_pretraining_data
 
 

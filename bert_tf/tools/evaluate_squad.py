@@ -90,7 +90,7 @@ def report(result, values):
 
 def function():
     """The library function this tool calls (imported when it runs)."""
-    from bert_tf.data.squad_evaluate import evaluate_file
+    from bert_tf.tasks.squad.data_evaluate import evaluate_file
     return evaluate_file
 
 

@@ -50,7 +50,7 @@ FLAGS = (
 
 def function():
     """The library function this tool calls (imported when it runs)."""
-    from bert_tf.runs.fill_mask import fill_mask
+    from bert_tf.tasks.pretraining.run_fill_mask import fill_mask
     return fill_mask
 
 

@@ -52,7 +52,7 @@ from bert_tf.tools import flag_groups as groups
 def check_files_first(values, positional):
     """The task's data files exist, checked before TensorFlow loads: a missing one is one
     line at once, not after TensorFlow's start."""
-    from bert_tf.data import classifier_processors
+    from bert_tf.tasks.classifier import data_processors as classifier_processors
     classifier_processors.check_split_files(
         values["task_name"], values["data_dir"], values["do_train"], values["do_eval"],
         values["do_predict"], dev_while_training=bool(values["eval_every_steps"]))
@@ -61,7 +61,7 @@ def check_files_first(values, positional):
 
 def function():
     """The library function this tool calls (imported when it runs)."""
-    from bert_tf.runs.run_classifier import run_classifier
+    from bert_tf.tasks.classifier.run import run_classifier
     return run_classifier
 
 

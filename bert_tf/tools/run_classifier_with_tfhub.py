@@ -38,7 +38,7 @@ BERT_HUB_MODULE_HANDLE = groups.string("bert_hub_module_handle", None,
 
 def function():
     """The library function this tool calls (imported when it runs)."""
-    from bert_tf.runs.run_classifier_with_tfhub import run_classifier_with_tfhub
+    from bert_tf.tasks.classifier.run_hub import run_classifier_with_tfhub
     return run_classifier_with_tfhub
 
 

@@ -84,7 +84,7 @@ FLAGS = (
 def read_files_first(values, positional):
     """The pairs and texts the run reads, read before TensorFlow loads: a bad file is one
     line at once, not after TensorFlow's start (run_embeddings reads them again)."""
-    from bert_tf.data import embedding_data
+    from bert_tf.tasks.embeddings import data as embedding_data
     embedding_data.read_inputs(values["do_train"], values["train_file"], values["do_encode"],
                                values["input_file"])
     return positional
@@ -92,7 +92,7 @@ def read_files_first(values, positional):
 
 def function():
     """The library function this tool calls (imported when it runs)."""
-    from bert_tf.runs.run_embeddings import run_embeddings
+    from bert_tf.tasks.embeddings.run import run_embeddings
     return run_embeddings
 
 

@@ -43,7 +43,7 @@ FLAGS = groups.MODEL + tuple(flag for flag in groups.CLASSIFIER
 def check_files_first(values, positional):
     """The data files of the splits the run reads exist, checked before TensorFlow loads:
     a missing one is one line at once (the run reads them)."""
-    from bert_tf.data import multiple_choice_data
+    from bert_tf.tasks.multiple_choice import data as multiple_choice_data
     wanted = {"train": values["do_train"],
               "dev": values["do_eval"] or (values["do_train"] and bool(values["eval_every_steps"])),
               "test": values["do_predict"]}
@@ -55,7 +55,7 @@ def check_files_first(values, positional):
 
 def function():
     """The library function this tool calls (imported when it runs)."""
-    from bert_tf.runs.run_multiple_choice import run_multiple_choice
+    from bert_tf.tasks.multiple_choice.run import run_multiple_choice
     return run_multiple_choice
 
 

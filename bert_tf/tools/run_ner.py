@@ -54,7 +54,7 @@ FLAGS = groups.MODEL + (
 def read_files_first(values, positional):
     """The CoNLL files the run reads, read before TensorFlow loads: a bad one is one line
     at once, not after TensorFlow's start (run_ner reads them again)."""
-    from bert_tf.data import ner_data
+    from bert_tf.tasks.token_classification import data as ner_data
     ner_data.read_splits(values["data_dir"], values["do_train"], values["do_eval"],
                          values["do_predict"], dev_while_training=bool(values["eval_every_steps"]))
     return positional
@@ -62,7 +62,7 @@ def read_files_first(values, positional):
 
 def function():
     """The library function this tool calls (imported when it runs)."""
-    from bert_tf.runs.run_ner import run_ner
+    from bert_tf.tasks.token_classification.run import run_ner
     return run_ner
 
 

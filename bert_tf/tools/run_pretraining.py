@@ -74,7 +74,7 @@ def check_files_first(values, positional):
 
 def function():
     """The library function this tool calls (imported when it runs)."""
-    from bert_tf.runs.run_pretraining import run_pretraining
+    from bert_tf.tasks.pretraining.run import run_pretraining
     return run_pretraining
 
 

@@ -73,7 +73,7 @@ def check_files_first(values, positional):
 
 def function():
     """The library function this tool calls (imported when it runs)."""
-    from bert_tf.runs.run_squad import run_squad
+    from bert_tf.tasks.squad.run import run_squad
     return run_squad
 
 

@@ -1,4 +1,4 @@
-"""bert_tf.data.classifier_data and classifier_processors against the original
+"""bert_tf.tasks.classifier.data and classifier_processors against the original
 run_classifier.py data side.
 
 The data directories are GLUE-layout TSV files made from real English
@@ -21,8 +21,8 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import tokenization
-from bert_tf.data import classifier_data as cd
-from bert_tf.data import classifier_processors as cp
+from bert_tf.tasks.classifier import data as cd
+from bert_tf.tasks.classifier import data_processors as cp
 from bert_tf.data import demo_corpus
 from bert_tf.errors import UserError
 from tests.data import pretraining_testlib as lib

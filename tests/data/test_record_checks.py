@@ -178,7 +178,7 @@ def _write_classifier_records(path, labels):
 
 
 def test_finetuning_records_are_checked(tmp_path):
-    from bert_tf.data import classifier_data
+    from bert_tf.tasks.classifier import data as classifier_data
     labels = [0, 1] * 6
     labels[9] = 3
     path = _write_classifier_records(str(tmp_path / "train.tf_record"), labels)
@@ -237,7 +237,7 @@ def test_the_first_records_are_checked_at_the_limits_exactly(tmp_path, name, lim
 
 def test_finetuning_labels_are_checked_at_the_limit_exactly(tmp_path):
     """Each fine-tuning record is checked as it is read: num_labels refused, num_labels - 1 not."""
-    from bert_tf.data import classifier_data
+    from bert_tf.tasks.classifier import data as classifier_data
     spec = classifier_data.name_to_features(4)
     limits = record_checks.record_limits(_config(), 4, num_labels=3)
     path = _write_classifier_records(str(tmp_path / "train.tf_record"), [0, 1, 3, 2])

@@ -1,4 +1,4 @@
-"""bert_tf.data.squad_data and bert_tf.data.squad_evaluate (the original run_squad's data side).
+"""bert_tf.tasks.squad.data and bert_tf.tasks.squad.data_evaluate (the original run_squad's data side).
 
 The `original` tests run Google's run_squad.py (tests/original/squad_oracle.py)
 once per module on synthetic SQuAD 1.1 / 2.0 files made of real English
@@ -22,10 +22,10 @@ import sys
 import pytest
 from absl import logging
 
-from bert_tf.data import squad_evaluate
+from bert_tf.tasks.squad import data_evaluate as squad_evaluate
 from bert_tf import tokenization
 from bert_tf.data import demo_corpus
-from bert_tf.data import squad_data
+from bert_tf.tasks.squad import data as squad_data
 from bert_tf.data import squad_windows
 from bert_tf.errors import UserError
 from tests.records import decode_record

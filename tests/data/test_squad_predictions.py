@@ -1,4 +1,4 @@
-"""bert_tf.data.squad_predictions (the original run_squad's write_predictions and helpers).
+"""bert_tf.tasks.squad.data_predictions (the original run_squad's write_predictions and helpers).
 
 The `original` test runs Google's run_squad.py (tests/original/squad_oracle.py)
 once per module on the synthetic SQuAD files of tests/data/test_squad_data.py
@@ -13,9 +13,9 @@ import os
 import numpy as np
 import pytest
 
-from bert_tf.data import squad_data
-from bert_tf.data import squad_evaluate
-from bert_tf.data import squad_predictions
+from bert_tf.tasks.squad import data as squad_data
+from bert_tf.tasks.squad import data_evaluate as squad_evaluate
+from bert_tf.tasks.squad import data_predictions as squad_predictions
 from tests.data.test_squad_data import _ours_features
 from tests.data.test_squad_data import _write_json
 from tests.data.test_squad_data import squad_files  # noqa: F401  (a fixture)

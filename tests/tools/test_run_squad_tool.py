@@ -36,7 +36,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.modeling import checkpoint
-from bert_tf.data import squad_data
+from bert_tf.tasks.squad import data as squad_data
 from bert_tf.data import vocab
 from tests.test_pretraining import tiny_config
 from tests.test_pretraining import write_config

@@ -12,7 +12,7 @@ answers of its example (the best spans of every doc-stride window, mapped
 back to the context's words by `get_final_text`, their probabilities a
 softmax over the n-best), and writes predictions.json, nbest_predictions.json
 and, for SQuAD 2.0, null_odds.json (the null score minus the best non-null
-score). The examples and features it reads are `bert_tf.data.squad_data`'s.
+score). The examples and features it reads are `bert_tf.tasks.squad.data`'s.
 
 The library reads no flags: what the original took from `FLAGS`
 (`version_2_with_negative`, `null_score_diff_threshold`, `verbose_logging`)

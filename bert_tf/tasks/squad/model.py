@@ -46,7 +46,7 @@ class BertSquad(TaskModel, keras.Model):
     `end_positions`), or on `(x, y)` with `y` a dict of them; training logs
     `loss`, `start_accuracy`, `end_accuracy`. No `evaluate` (the original's
     run_squad has no eval mode: score `predict`'s logits with
-    `bert_tf.data.squad_data.write_predictions` and `bert_tf.data.squad_evaluate`).
+    `bert_tf.tasks.squad.data.write_predictions` and `bert_tf.tasks.squad.data_evaluate`).
     `predict` returns `start_logits`, `end_logits` (and `unique_ids` when the
     features hold them).
     """

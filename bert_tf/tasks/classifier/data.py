@@ -6,7 +6,7 @@ Ports `InputExample`, `PaddingInputExample`, `InputFeatures`, `_read_tsv`
 `_decode_record` of `file_based_input_fn_builder` (P = pip
 bert-tensorflow 1.0.4, lines 130-208, 380-557 and 770-784). The processors
 (a task's files -> `InputExample`s, and the registry of `--task_name`s) are
-`bert_tf.data.classifier_processors`'.
+`bert_tf.tasks.classifier.data_processors`'.
 
 Beyond the original: one-line `UserError`s for a line that is not UTF-8, a
 row too short for a task's columns (`TsvRow`) or an example's label outside
@@ -25,7 +25,7 @@ record's room is cut into run_squad's doc-stride windows
 
 Multi-label (new, run_classifier --multi_label): an example's label is a list
 of labels (the label column a comma-separated list, `DataProcessor.check_labels`
-of `bert_tf.data.classifier_processors`); its record's `label_ids` is a
+of `bert_tf.tasks.classifier.data_processors`); its record's `label_ids` is a
 fixed-length multi-hot int64 feature [num_labels] (1 at each of its labels'
 indices into `get_labels()`, `multi_hot`).
 

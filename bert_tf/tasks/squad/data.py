@@ -10,7 +10,7 @@ bert-tensorflow 1.0.4 and GitHub HEAD):
   (the doc-stride windows and _check_is_max_context, 350-364 and 513-547,
   are in `bert_tf.data.squad_windows`, with their graph form; RawResult,
   write_predictions, get_final_text, the n-best and its softmax, 737-1055,
-  are in `bert_tf.data.squad_predictions`, and stay importable from here)
+  are in `bert_tf.tasks.squad.data_predictions`, and stay importable from here)
 
 The library reads no flags: what the original took from `FLAGS`
 (`version_2_with_negative`) is an argument here. TensorFlow is imported only
@@ -50,9 +50,9 @@ from bert_tf import fileio
 from bert_tf import tokenization
 from bert_tf.data import squad_windows
 # The prediction side's public names, where run_squad's users import them from.
-from bert_tf.data.squad_predictions import RawResult  # noqa: F401
-from bert_tf.data.squad_predictions import get_final_text  # noqa: F401
-from bert_tf.data.squad_predictions import write_predictions  # noqa: F401
+from bert_tf.tasks.squad.data_predictions import RawResult  # noqa: F401
+from bert_tf.tasks.squad.data_predictions import get_final_text  # noqa: F401
+from bert_tf.tasks.squad.data_predictions import write_predictions  # noqa: F401
 from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
 

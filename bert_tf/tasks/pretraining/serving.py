@@ -4,7 +4,7 @@
 with task_name "fill_mask"): each text is cut at its literal "[MASK]"s, every
 piece tokenized by `GraphTokenizer` (the FullTokenizer's ids) and the pieces
 joined with the [MASK] id between them (as
-`bert_tf.tasks.pretraining.tokenize_with_masks`), packed as `[CLS] tokens
+`bert_tf.tasks.pretraining.model.tokenize_with_masks`), packed as `[CLS] tokens
 [SEP]` into max_seq_length, and the masked-LM head
 (`cls/predictions/*`) run at every [MASK]:
 

@@ -5,7 +5,7 @@
 applied to every position of the sequence output, so its checkpoints look
 like the original's fine-tuned heads. The paper's recipe: the first
 sub-token of each word is labelled, the rest ([CLS], [SEP], the other
-sub-tokens, padding) are not (`label_mask` 0; see `bert_tf.data.ner_data`):
+sub-tokens, padding) are not (`label_mask` 0; see `bert_tf.tasks.token_classification.data`):
 
   logits[b, t] = dropout(sequence_output[b, t], 0.1) @ output_weights^T + output_bias
   loss = sum_{b,t} label_mask[b, t] * -log softmax(logits[b, t])[label_ids[b, t]]
@@ -15,7 +15,7 @@ sub-tokens, padding) are not (`label_mask` 0; see `bert_tf.data.ner_data`):
 (bert-run-ner) and for Keras's `compile` / `fit` / `evaluate` / `predict` on
 `BertTokenClassifier` itself. Evaluation: `eval_loss` and `eval_accuracy`
 over the labelled words, and conlleval's entity-level `precision`, `recall`
-and `f1` (`bert_tf.data.conlleval`).
+and `f1` (`bert_tf.tasks.token_classification.data_conlleval`).
 """
 
 from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
@@ -26,8 +26,8 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import tokenization
-from bert_tf.data import conlleval
-from bert_tf.data import ner_data
+from bert_tf.tasks.token_classification import data_conlleval as conlleval
+from bert_tf.tasks.token_classification import data as ner_data
 from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.modeling import huggingface
@@ -60,7 +60,7 @@ class BertTokenClassifier(TaskModel, keras.Model):
       vocab_file, do_lower_case: the tokenizer of `predict_words` /
         `predict_entities` (built on first use; `from_pretrained` passes them).
       max_seq_length, doc_stride: the windows of a long sentence in
-        `predict_words` / `predict_entities` (`bert_tf.data.ner_data`);
+        `predict_words` / `predict_entities` (`bert_tf.tasks.token_classification.data`);
         max_seq_length defaults to the config's max_position_embeddings.
       batch_size: windows per model call in `predict_words` / `predict_entities`.
       name: the wrapper's name (stripped from the TF1 names by `bert_tf.modeling.checkpoint`).
@@ -247,7 +247,7 @@ class BertTokenClassifier(TaskModel, keras.Model):
         """The entities of raw text, with their character offsets.
 
         The text is split into words as the BasicTokenizer splits it
-        (`bert_tf.data.ner_data.split_words`: whitespace, and each punctuation
+        (`bert_tf.tasks.token_classification.data.split_words`: whitespace, and each punctuation
         mark a word), each word labelled (`predict_words`), and the labels
         grouped into entities by conlleval's chunk rules.
 

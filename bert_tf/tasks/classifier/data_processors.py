@@ -4,7 +4,7 @@ Ports `DataProcessor` (with `_read_tsv`), `XnliProcessor`, `MnliProcessor`,
 `MrpcProcessor`, `ColaProcessor` and the `processors` dict of `main` with its
 task lookup (P = pip bert-tensorflow 1.0.4, lines 180-377 and 789-816). The
 records, the TSV reading and the conversion to features and records are
-`bert_tf.data.classifier_data`'s.
+`bert_tf.tasks.classifier.data`'s.
 
 The four original processors read the same rows, columns, guids and labels as
 the original. Beyond the original: the other GLUE tasks in the layout the GLUE
@@ -23,11 +23,11 @@ import os
 from absl import logging
 
 from bert_tf import fileio
-from bert_tf.data.classifier_data import InputExample
-from bert_tf.data.classifier_data import TsvRow
-from bert_tf.data.classifier_data import iter_text_lines
-from bert_tf.data.classifier_data import iter_tsv
-from bert_tf.data.classifier_data import read_tsv
+from bert_tf.tasks.classifier.data import InputExample
+from bert_tf.tasks.classifier.data import TsvRow
+from bert_tf.tasks.classifier.data import iter_text_lines
+from bert_tf.tasks.classifier.data import iter_tsv
+from bert_tf.tasks.classifier.data import read_tsv
 from bert_tf.errors import UserError
 
 

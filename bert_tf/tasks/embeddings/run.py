@@ -2,7 +2,7 @@
 
 What `tools/run_embeddings.py` calls (`run_embeddings`). Training reads a
 two-column TSV (`anchor<TAB>positive`, one pair a line), fine-tunes a
-`bert_tf.tasks.embeddings.SentenceEmbedder` with Keras `fit` on in-batch
+`bert_tf.tasks.embeddings.model.SentenceEmbedder` with Keras `fit` on in-batch
 negatives (each anchor against every positive of its batch,
 sentence-transformers' MultipleNegativesRankingLoss, scale 20) and writes
 `output_dir` as a Google-format directory (`bert_config.json`, `vocab.txt`,
@@ -24,8 +24,8 @@ from absl import logging
 from bert_tf import fileio
 from bert_tf import logs
 from bert_tf import item_progress
-from bert_tf.data.embedding_data import read_lines
-from bert_tf.data.embedding_data import read_pairs
+from bert_tf.tasks.embeddings.data import read_lines
+from bert_tf.tasks.embeddings.data import read_pairs
 from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
 from bert_tf.pretrained import from_pretrained

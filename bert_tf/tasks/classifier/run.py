@@ -14,11 +14,11 @@ checks is `finetuning.train_evaluate_predict_classifier`, which
 """
 
 from bert_tf import tokenization
-from bert_tf.data import classifier_processors
+from bert_tf.tasks.classifier import data_processors as classifier_processors
 from bert_tf.errors import UserError
 from bert_tf.runs import finetuning
-from bert_tf.tasks.classifier import ClassifierTask
-from bert_tf.tasks.classifier import check_threshold
+from bert_tf.tasks.classifier.model import ClassifierTask
+from bert_tf.tasks.classifier.model import check_threshold
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
 from bert_tf.training.schedule import Schedule

@@ -4,7 +4,7 @@
 (encoding: one text a line) give the file's contents or a one-line
 `UserError` naming the flag, the file and the line. Light: the tool reads
 them before TensorFlow loads, so a bad file is one line at once
-(`bert_tf.runs.run_embeddings` reads them again for its run).
+(`bert_tf.tasks.embeddings.run` reads them again for its run).
 """
 
 from bert_tf import fileio

@@ -2,13 +2,13 @@
 
 `run_classifier_with_tfhub(...)` is what `bert-run-classifier-with-tfhub`
 calls with its flags: the encoder checked from its files
-(`bert_tf.tasks.hub_classifier.inspect_hub_module`), its vocab and casing
+(`bert_tf.tasks.classifier.model_hub.inspect_hub_module`), its vocab and casing
 read, then run_classifier's course
 (`finetuning.train_evaluate_predict_classifier`): the same processors,
 records, schedule, optimizer (`bert_tf.training.optimization.create_optimizer`;
 the weight decay exclusions are matched in the encoder's variable names) and
 output files (`eval_results.txt`, `test_results.tsv`), with the model and
-task of `bert_tf.tasks.hub_classifier`.
+task of `bert_tf.tasks.classifier.model_hub`.
 
 Checkpoints: `output_dir/model.ckpt-<step>` in the TF1 format of
 run_classifier's (`Trainer`'s cadence, `adam_m` / `adam_v`, `global_step`);
@@ -22,11 +22,11 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf import tokenization
-from bert_tf.data import classifier_processors
+from bert_tf.tasks.classifier import data_processors as classifier_processors
 from bert_tf.errors import UserError
 from bert_tf.runs import finetuning
-from bert_tf.tasks.hub_classifier import HubClassifierTask
-from bert_tf.tasks.hub_classifier import inspect_hub_module
+from bert_tf.tasks.classifier.model_hub import HubClassifierTask
+from bert_tf.tasks.classifier.model_hub import inspect_hub_module
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
 from bert_tf.training.schedule import Schedule

@@ -186,7 +186,7 @@ def char_class_ranges():
     """(bounds, classes): `_char_class` of every code point as ranges, for a graph lookup.
 
     The code points from bounds[i] up to bounds[i + 1] - 1 have classes[i]
-    (bounds[0] is 0); `split_words`' rule, as `bert_tf.export.ner` looks it up.
+    (bounds[0] is 0); `split_words`' rule, as `bert_tf.tasks.token_classification.serving` looks it up.
     """
     bounds, classes = [], []
     for cp in range(0x110000):

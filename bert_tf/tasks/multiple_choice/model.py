@@ -26,7 +26,7 @@ The features hold every choice of an example: `input_ids`, `input_mask`,
 then needs `num_choices`). Raw text (with a preprocessor): a dict with
 `context` [batch_size] (SWAG's sent1), `endings` [batch_size, num_choices]
 and optionally `start` [batch_size] (SWAG's sent2); choice i is the pair
-(context, start + " " + ending_i), as `bert_tf.data.multiple_choice_data`
+(context, start + " " + ending_i), as `bert_tf.tasks.multiple_choice.data`
 packs it.
 """
 
@@ -38,7 +38,7 @@ from bert_tf.errors import UserError
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
 from bert_tf.modeling.heads import ClassifierHead
-from bert_tf.tasks.classifier import ClassifierTask
+from bert_tf.tasks.classifier.model import ClassifierTask
 from bert_tf.tasks.task_model import TaskModel
 
 # The keys of raw text in a features dict.

@@ -19,11 +19,11 @@ import os
 from bert_tf import fileio
 from bert_tf import logs
 from bert_tf import tokenization
-from bert_tf.data import ner_data
+from bert_tf.tasks.token_classification import data as ner_data
 from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.runs import finetuning
-from bert_tf.tasks.token_classification import TokenClassificationTask
+from bert_tf.tasks.token_classification.model import TokenClassificationTask
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
 from bert_tf.training.schedule import Schedule

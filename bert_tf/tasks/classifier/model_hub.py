@@ -52,7 +52,7 @@ from bert_tf import tokenization
 from bert_tf.errors import UserError
 from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.modeling.heads import ClassifierHead
-from bert_tf.tasks.classifier import ClassifierTask
+from bert_tf.tasks.classifier.model import ClassifierTask
 from bert_tf.tokenization import vocab as vocab_lib
 
 FLAG = "bert_hub_module_handle"

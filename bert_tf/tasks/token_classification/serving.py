@@ -2,13 +2,13 @@
 
 `BertTokenClassifier.predict_words` / `predict_entities` as a SavedModel
 signature (`export_saved_model` with task_name "ner"): each text is split
-into words as `bert_tf.data.ner_data.split_words` splits it (a range table of
+into words as `bert_tf.tasks.token_classification.data.split_words` splits it (a range table of
 its character classes), every word tokenized by `GraphTokenizer` (the
 FullTokenizer's ids; a word of no token is [UNK]), the sub-tokens of a text
 cut into run_squad's windows (`squad_windows.doc_windows`), the model run on
 every window, and each word labelled at its first sub-token in its
 max-context window; the labels are grouped into entities by conlleval's
-chunk rules (`bert_tf.data.conlleval`):
+chunk rules (`bert_tf.tasks.token_classification.data_conlleval`):
 
   serving_default  text_a: string [batch] (also serve_text_a; serve_text takes it as `text`,
                    the name before)
@@ -41,8 +41,8 @@ of 128).
 
 import tensorflow as tf
 
-from bert_tf.data import conlleval
-from bert_tf.data import ner_data
+from bert_tf.tasks.token_classification import data_conlleval as conlleval
+from bert_tf.tasks.token_classification import data as ner_data
 from bert_tf.data import squad_windows
 from bert_tf.errors import UserError
 from bert_tf.export import serving_module

@@ -37,8 +37,8 @@ from absl import logging
 from bert_tf import fileio
 from bert_tf import tokenization
 from bert_tf.data import tfrecord
-from bert_tf.data.classifier_data import InputFeatures
-from bert_tf.data.classifier_data import features_to_example
+from bert_tf.tasks.classifier.data import InputFeatures
+from bert_tf.tasks.classifier.data import features_to_example
 from bert_tf.errors import UserError
 from bert_tf.item_progress import ItemProgress
 from bert_tf.tokenization.pair_features import build_pair_features

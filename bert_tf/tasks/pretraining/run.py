@@ -23,7 +23,7 @@ from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
-from bert_tf.tasks.pretraining import PretrainingTask
+from bert_tf.tasks.pretraining.model import PretrainingTask
 from bert_tf.training import distribute
 from bert_tf.training.output_dir import write_eval_results
 from bert_tf.training.scale_out import ScaleOut

@@ -22,13 +22,13 @@ from bert_tf import logs
 from bert_tf import releases
 from bert_tf import tokenization
 from bert_tf.data import input_pipeline
-from bert_tf.data import squad_data
-from bert_tf.data import squad_evaluate
+from bert_tf.tasks.squad import data as squad_data
+from bert_tf.tasks.squad import data_evaluate as squad_evaluate
 from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
-from bert_tf.tasks.squad import SquadTask
+from bert_tf.tasks.squad.model import SquadTask
 from bert_tf.training import distribute
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut

@@ -7,7 +7,7 @@ checkpoint's variables, the CSV files), makes the strategy, then trains,
 evaluates and predicts a `MultipleChoiceTask` with a `Trainer`, writing
 run_classifier's files in `output_dir`: `train.tf_record`, `eval.tf_record`,
 `predict.tf_record` (every choice's features flattened,
-`bert_tf.data.multiple_choice_data`), `model.ckpt-<step>` (run_classifier's
+`bert_tf.tasks.multiple_choice.data`), `model.ckpt-<step>` (run_classifier's
 names: `output_weights` [1, hidden_size], `output_bias` [1]),
 `eval_results.txt` (`eval_accuracy`, `eval_loss`, `global_step`, `loss`) and
 `test_results.tsv` (one probability per choice, tab-separated, a line per
@@ -18,11 +18,11 @@ produce anything leaves `output_dir` as it found it (`fileio.InputFiles`).
 import os
 
 from bert_tf import tokenization
-from bert_tf.data import classifier_data
-from bert_tf.data import multiple_choice_data
+from bert_tf.tasks.classifier import data as classifier_data
+from bert_tf.tasks.multiple_choice import data as multiple_choice_data
 from bert_tf.errors import UserError
 from bert_tf.runs import finetuning
-from bert_tf.tasks.multiple_choice import MultipleChoiceTask
+from bert_tf.tasks.multiple_choice.model import MultipleChoiceTask
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
 from bert_tf.training.schedule import Schedule
