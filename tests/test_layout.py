@@ -424,7 +424,7 @@ def test_tools_are_thin():
     else; the library reads no flags."""
     graph = import_graph()
     tools = tool_modules()
-    assert len(tools) == 15, tools
+    assert len(tools) == 16, tools
     for path, targets in graph.items():
         if path.startswith("tools/"):
             if path != "tools/_bootstrap.py":

@@ -195,7 +195,7 @@ def task_spec(task_name, data_dir=None):
 
 # The export task of each training run's record (bert_tf_run.json's "tool").
 _RECORDED_TASKS = {"run_ner": NER, "run_multiple_choice": MULTIPLE_CHOICE, "run_squad": SQUAD,
-                   "run_pretraining": FILL_MASK}
+                   "run_pretraining": FILL_MASK, "run_mlm": FILL_MASK}
 # The tasks any run's model exports (the backbone alone).
 _BACKBONE_TASKS = (ENCODER, EMBEDDINGS)
 

@@ -14,7 +14,8 @@ first step, under temporary names then renamed:
       tool              the run that trained: "run_classifier", "run_ner", ...
       task              the `from_pretrained` head of its model: "classifier",
                         "token_classification", "squad", "multiple_choice",
-                        "pretraining" ("hub_classifier": a TF Hub encoder's)
+                        "pretraining" (run_pretraining's and run_mlm's), ("hub_classifier":
+                        a TF Hub encoder's)
       labels            the label list (classifier, token_classification), else null
       num_labels        the head's outputs (1: regression), else null
       do_lower_case     the tokenizer's casing (null: the run had no tokenizer)
@@ -75,6 +76,8 @@ TRAINING_FLAGS = (
     # What a record holds.
     "do_lower_case", "max_seq_length", "doc_stride", "max_query_length",
     "max_predictions_per_seq", "multi_label", "version_2_with_negative",
+    # How rows are masked (run_mlm, which masks on the fly).
+    "masked_lm_prob", "do_whole_word_mask",
     # How it trains: ScaleOut's fields that change the result.
     "seed", "optimizer_type", "mixed_precision", "bucket_by_length",
     # When it stops and which checkpoint is the run's (DevEval).
