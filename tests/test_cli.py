@@ -172,6 +172,9 @@ def test_the_command_line_prints_one_error_line_and_exits_2():
      "train.csv, val.csv or dev.csv, and test.csv)"),
     ("run_pretraining", ["--do_train", "--input_file={tmp}/train.csv,{tmp}/*.tfrecord"],
      "error: --input_file: '{tmp}/*.tfrecord' matches no file"),
+    ("run_mlm", ["--do_train", "--input_file={tmp}/train.csv", "--do_eval",
+                 "--eval_file={tmp}/held_out*.txt"],
+     "error: --eval_file: '{tmp}/held_out*.txt' matches no file"),
 ])
 def test_a_missing_input_file_is_one_line_before_tensorflow_loads(tmp_path, tool, flags, error):
     """The training tools check their input files exist before they import the run (and

@@ -17,8 +17,12 @@
 * A run stopped between two saves (as kill -9 stops it), then the same
   command: it resumes from the last checkpoint and ends with the weights of
   the run never stopped, bit for bit (--seed, dropout on, whole-word masks).
-* Bad input: one line naming the flag or file, nothing written; on the
-  command line, exit status 2 before TensorFlow loads.
+* Keras: `BertMaskedLM.fit` on `MaskedLMData.dataset` (an epoch a few
+  steps of the endless dataset) lowers the loss; `save_pretrained` writes
+  Google's format, which `from_pretrained(head="fill_mask")` reads back.
+* Bad input: one line naming the flag or file, nothing written (on the
+  command line, a missing file is exit status 2 before TensorFlow loads:
+  tests/test_cli.py).
 """
 
 import json
@@ -239,6 +243,9 @@ def test_trains_far_above_chance_and_the_output_dir_is_a_fill_mask_model(files, 
     with open(answers_file) as f:
         answer = json.loads(f.readline())
     assert answer["masks"][0][0]["token_str"] == "kappa"
+    # bert-export-saved-model --init_checkpoint=output_dir: the fill-mask export.
+    from bert_tf.export.saved_model import recorded_run
+    assert recorded_run(output_dir)["task_name"] == "fill_mask"
 
 
 @pytest.mark.slow
@@ -256,7 +263,7 @@ def test_killed_between_saves_then_the_same_command_ends_at_the_uninterrupted_ru
         _stop_after(trainer, 23, after_save=False)
         return trainer
     killed = files["tmp"] / "killed"
-    flags = _flags(files, str(killed), iterations_per_loop=1)
+    flags = _flags(files, str(killed))
     monkeypatch.setattr(run_mlm, "Trainer", killed_trainer)
     with pytest.raises(_Killed):
         toolrun.run_tool("run_mlm", flags)
@@ -270,16 +277,27 @@ def test_killed_between_saves_then_the_same_command_ends_at_the_uninterrupted_ru
     assert _differences(a, b) == []
 
 
-def test_command_line_refuses_a_missing_file_in_one_line_before_tensorflow(files):
-    rc, _, err = toolrun.run([sys.executable, os.path.join(toolrun.REPO_ROOT, "tools",
-                                                           "run_mlm.py")]
-                             + _flags(files, str(files["tmp"] / "never"),
-                                      input_file=str(files["tmp"] / "missing*.txt")))
-    assert rc == 2 and "Traceback" not in err
-    assert [line for line in err.splitlines() if line.startswith("error: ")] == [
-        line for line in err.splitlines() if line.strip()], err
-    assert "--input_file" in err and "missing*.txt" in err
-    assert not os.path.exists(files["tmp"] / "never")
+@pytest.mark.slow
+def test_keras_fit_on_the_dataset_lowers_the_loss_and_saves_googles_format(files, tmp_path):
+    from bert_tf import from_pretrained
+    from bert_tf.tasks.masked_lm.task import BertMaskedLM
+    from bert_tf.training.optimization import create_optimizer
+    data = MaskedLMData.from_text(files["train"], files["vocab"], max_seq_length=32,
+                                  max_predictions_per_seq=5, seed=3)
+    assert data.num_rows == 48 and data.steps_per_epoch(16) == 3
+    model = BertMaskedLM(one_layer_config(vocab_size=len(VOCAB)))
+    model.compile(optimizer=create_optimizer(5e-3, 24, 3))
+    history = model.fit(data.dataset(16), epochs=8, steps_per_epoch=3, verbose=0)
+    losses = history.history["loss"]
+    assert losses[-1] < 0.7 * losses[0], losses
+    assert history.history["masked_lm_accuracy"][-1] > 0.2
+    # Google's format: from_pretrained reads it back as a fill-mask model.
+    model.save_pretrained(str(tmp_path / "saved"), vocab_file=files["vocab"],
+                          do_lower_case=True)
+    loaded = from_pretrained(str(tmp_path / "saved"), head="fill_mask").model
+    batch = next(iter(data.dataset(4)))
+    np.testing.assert_allclose(loaded(batch)["masked_lm_logits"],
+                               model(batch)["masked_lm_logits"], rtol=1e-5, atol=1e-5)
 
 
 def test_bad_input_is_one_line_and_writes_nothing(files):
