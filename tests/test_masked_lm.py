@@ -246,6 +246,15 @@ def test_trains_far_above_chance_and_the_output_dir_is_a_fill_mask_model(files, 
     # bert-export-saved-model --init_checkpoint=output_dir: the fill-mask export.
     from bert_tf.export.saved_model import recorded_run
     assert recorded_run(output_dir)["task_name"] == "fill_mask"
+    # Without head=, the recorded task's model: the pre-training model.
+    from bert_tf import from_pretrained
+    from bert_tf.tasks.pretraining import BertPretrainer
+    assert type(from_pretrained(output_dir).model) is BertPretrainer
+    # A rerun with another masking rule is refused in one line (the rule is recorded).
+    refused = toolrun.user_errors_here("run_mlm", [("other rule", _flags(
+        files, output_dir, masked_lm_prob=0.2))])["other rule"]
+    assert refused.startswith("--masked_lm_prob=0.2: --output_dir=%s holds a run trained with "
+                              "--masked_lm_prob=0.15" % output_dir), refused
 
 
 @pytest.mark.slow
