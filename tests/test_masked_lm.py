@@ -325,6 +325,7 @@ def test_bad_input_is_one_line_and_writes_nothing(files):
         ("too many predictions", _flags(files, output, max_predictions_per_seq=31)),
         ("no [MASK]", _flags(files, output, vocab_file=str(no_mask))),
         ("no step", _flags(files, output, num_train_epochs=0.01)),
+        ("bucketed", _flags(files, output, bucket_by_length="true")),
     ]
     errors = toolrun.user_errors_here("run_mlm", cases)
     expected = {
@@ -336,6 +337,7 @@ def test_bad_input_is_one_line_and_writes_nothing(files):
         "too many predictions": "--max_predictions_per_seq=31",
         "no [MASK]": "has no [MASK] token",
         "no step": "gives no training step",
+        "bucketed": "--bucket_by_length: ",
     }
     for case, fragment in expected.items():
         assert errors[case] is not None and fragment in errors[case], (case, errors[case])

@@ -76,6 +76,9 @@ def run_mlm(vocab_file, bert_config_file, output_dir, input_file=None, init_chec
         raise UserError("--input_file is required with --do_train (the training text)")
     if do_eval and not eval_file:
         raise UserError("--eval_file is required with --do_eval (the held-out text)")
+    if scale_out.bucket_by_length:
+        raise UserError("--bucket_by_length: bert-run-mlm's rows are packed text, every one "
+                        "full but the last: there is nothing to bucket")
     bert_config_file, vocab_file, init_checkpoint = finetuning.check_run_flags(
         bert_config_file, vocab_file, init_checkpoint, do_lower_case, do_train, do_eval, False)
     bert_config = finetuning.read_bert_config(bert_config_file, vocab_file, output_dir,
