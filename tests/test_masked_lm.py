@@ -34,8 +34,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.modeling import checkpoint
-from bert_tf.tasks.masked_lm import masking
-from bert_tf.tasks.masked_lm import text_rows
+from bert_tf.tasks.masked_lm import data_masking as masking
+from bert_tf.tasks.masked_lm import data_text_rows as text_rows
 from bert_tf.tasks.masked_lm.data import MaskedLMData
 from tests.test_exact_resume import _Killed
 from tests.test_exact_resume import _differences
@@ -213,7 +213,7 @@ def trained(files):
 
 @pytest.mark.slow
 def test_trains_far_above_chance_and_the_output_dir_is_a_fill_mask_model(files, trained):
-    from bert_tf.runs.fill_mask import fill_mask
+    from bert_tf.tasks.pretraining.run_fill_mask import fill_mask
     output_dir, result, log = trained["output_dir"], trained["result"], trained["log"]
     assert "***** Running training *****" in log and "steps/s" in log
     accuracy = result["eval"]["masked_lm_accuracy"]
@@ -248,7 +248,7 @@ def test_trains_far_above_chance_and_the_output_dir_is_a_fill_mask_model(files, 
     assert recorded_run(output_dir)["task_name"] == "fill_mask"
     # Without head=, the recorded task's model: the pre-training model.
     from bert_tf import from_pretrained
-    from bert_tf.tasks.pretraining import BertPretrainer
+    from bert_tf.tasks.pretraining.model import BertPretrainer
     assert type(from_pretrained(output_dir).model) is BertPretrainer
     # A rerun with another masking rule is refused in one line (the rule is recorded).
     refused = toolrun.user_errors_here("run_mlm", [("other rule", _flags(
@@ -264,7 +264,7 @@ def test_killed_between_saves_then_the_same_command_ends_at_the_uninterrupted_ru
     # (tests/test_exact_resume.py's stand-in, in this process: a tool's own
     # process and a test process differ in Grappler's passes, so weights are
     # compared within one process).
-    from bert_tf.runs import run_mlm
+    from bert_tf.tasks.masked_lm import run as run_mlm
     trainer_class = run_mlm.Trainer
 
     def killed_trainer(*args, **kwargs):
@@ -289,7 +289,7 @@ def test_killed_between_saves_then_the_same_command_ends_at_the_uninterrupted_ru
 @pytest.mark.slow
 def test_keras_fit_on_the_dataset_lowers_the_loss_and_saves_googles_format(files, tmp_path):
     from bert_tf import from_pretrained
-    from bert_tf.tasks.masked_lm.task import BertMaskedLM
+    from bert_tf.tasks.masked_lm.model import BertMaskedLM
     from bert_tf.training.optimization import create_optimizer
     data = MaskedLMData.from_text(files["train"], files["vocab"], max_seq_length=32,
                                   max_predictions_per_seq=5, seed=3)

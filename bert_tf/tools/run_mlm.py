@@ -67,7 +67,7 @@ def check_files_first(values, positional):
 
 def function():
     """The library function this tool calls (imported when it runs)."""
-    from bert_tf.runs.run_mlm import run_mlm
+    from bert_tf.tasks.masked_lm.run import run_mlm
     return run_mlm
 
 

@@ -18,7 +18,7 @@ Keras: the dataset feeds a masked-LM model's `fit` as it is (the labels
 are among the features):
 
   data = MaskedLMData.from_text("domain.txt", "vocab.txt", max_seq_length=128, seed=1)
-  model = BertMaskedLM(config)          # bert_tf.tasks.masked_lm.task
+  model = BertMaskedLM(config)          # bert_tf.tasks.masked_lm.model
   model.compile(optimizer=create_optimizer(5e-5, steps, warmup))
   model.fit(data.dataset(32), epochs=3, steps_per_epoch=data.steps_per_epoch(32))
 
@@ -33,8 +33,8 @@ import tensorflow as tf
 from bert_tf import tokenization
 from bert_tf.data.finite_input import FiniteInput
 from bert_tf.errors import UserError
-from bert_tf.tasks.masked_lm import masking
-from bert_tf.tasks.masked_lm import text_rows
+from bert_tf.tasks.masked_lm import data_masking as masking
+from bert_tf.tasks.masked_lm import data_text_rows as text_rows
 
 
 def check_rule(masked_lm_prob, max_predictions_per_seq, max_seq_length):

@@ -27,7 +27,7 @@ from bert_tf.errors import UserError
 from bert_tf.runs import finetuning
 from bert_tf.tasks.masked_lm.data import MaskedLMData
 from bert_tf.tasks.masked_lm.data import check_rule
-from bert_tf.tasks.masked_lm.task import MaskedLMTask
+from bert_tf.tasks.masked_lm.model import MaskedLMTask
 from bert_tf.training import distribute
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.output_dir import write_eval_results

@@ -24,9 +24,9 @@ import tensorflow as tf
 
 from bert_tf.tasks.base import Task
 from bert_tf.tasks.base import safe_div
-from bert_tf.tasks.pretraining import MASKED_LM_DENOMINATOR_EPSILON
-from bert_tf.tasks.pretraining import BertPretrainer
-from bert_tf.tasks.pretraining import masked_lm_example_loss
+from bert_tf.tasks.pretraining.model import MASKED_LM_DENOMINATOR_EPSILON
+from bert_tf.tasks.pretraining.model import BertPretrainer
+from bert_tf.tasks.pretraining.model import masked_lm_example_loss
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
