@@ -32,6 +32,7 @@ from bert_tf.training import distribute
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.output_dir import write_eval_results
 from bert_tf.training.scale_out import ScaleOut
+from bert_tf.training.schedule import Schedule
 from bert_tf.training.trainer import Trainer
 
 # The masks of evaluation without --seed (the original create_pretraining_data's random_seed).
@@ -41,9 +42,8 @@ EVAL_SEED = 12345
 def run_mlm(vocab_file, bert_config_file, output_dir, input_file=None, init_checkpoint=None,
             do_lower_case=True, max_seq_length=128, max_predictions_per_seq=20,
             masked_lm_prob=0.15, do_whole_word_mask=False, do_train=False, do_eval=False,
-            eval_file=None, train_batch_size=32, eval_batch_size=8, learning_rate=5e-5,
-            num_train_epochs=3.0, warmup_proportion=0.1, save_checkpoints_steps=1000,
-            iterations_per_loop=1000, scale_out=ScaleOut(), overwrite_output_dir=False):
+            eval_file=None, schedule=Schedule(), scale_out=ScaleOut(),
+            overwrite_output_dir=False):
     """Trains (and/or evaluates) a masked LM on raw text; see the module docstring.
 
     Args:
@@ -57,8 +57,8 @@ def run_mlm(vocab_file, bert_config_file, output_dir, input_file=None, init_chec
         original create_pretraining_data's masking rule.
       do_train, do_eval: train on input_file; evaluate on eval_file.
       eval_file: the held-out text, in input_file's format.
-      train_batch_size ... iterations_per_loop: the fine-tuning tools' schedule
-        (num_train_steps = rows / train_batch_size * num_train_epochs).
+      schedule: a `Schedule`, the fine-tuning tools' (num_train_steps = rows /
+        train_batch_size * num_train_epochs; its predict_batch_size unused).
       scale_out: a `ScaleOut` (strategy, precision, XLA, accumulation, seed, ...).
       overwrite_output_dir: with do_train, start anew in an output_dir that holds a run.
 
@@ -86,11 +86,10 @@ def run_mlm(vocab_file, bert_config_file, output_dir, input_file=None, init_chec
     check_rule(masked_lm_prob, max_predictions_per_seq, max_seq_length)
     record = finetuning.run_record(
         output_dir, "run_mlm", "pretraining", do_train, overwrite_output_dir, scale_out, None,
+        schedule,
         dict(init_checkpoint=init_checkpoint, do_lower_case=do_lower_case,
              max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
-             masked_lm_prob=masked_lm_prob, do_whole_word_mask=do_whole_word_mask,
-             train_batch_size=train_batch_size, learning_rate=learning_rate,
-             num_train_epochs=num_train_epochs, warmup_proportion=warmup_proportion),
+             masked_lm_prob=masked_lm_prob, do_whole_word_mask=do_whole_word_mask),
         bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case,
         max_seq_length=max_seq_length, data={"input_file": input_file, "eval_file": eval_file})
     finetuning.check_start_checkpoint(bert_config, output_dir, init_checkpoint,
@@ -106,8 +105,7 @@ def run_mlm(vocab_file, bert_config_file, output_dir, input_file=None, init_chec
         train_data = MaskedLMData.from_text(input_file, vocab_file, do_lower_case,
                                             max_seq_length, "input_file", tokenizer,
                                             seed=scale_out.seed, **rule)
-        num_train_steps, num_warmup_steps = finetuning.train_schedule(
-            train_data.num_rows, train_batch_size, num_train_epochs, warmup_proportion)
+        num_train_steps, num_warmup_steps = schedule.train_steps(train_data.num_rows)
     if do_eval:
         eval_data = MaskedLMData.from_text(
             eval_file, vocab_file, do_lower_case, max_seq_length, "eval_file", tokenizer,
@@ -128,19 +126,19 @@ def run_mlm(vocab_file, bert_config_file, output_dir, input_file=None, init_chec
             results["num_rows"] = train_data.num_rows
             finetuning.log_run("Running training", num_rows=train_data.num_rows,
                                num_tokens=train_data.rows.num_tokens,
-                               batch_size=train_batch_size, num_steps=num_train_steps)
+                               batch_size=schedule.train_batch_size, num_steps=num_train_steps)
             results["history"] = trainer.train(
-                train_data.train_dataset_fn(train_batch_size), train_batch_size,
-                num_train_steps, learning_rate, num_warmup_steps,
-                init_checkpoint=init_checkpoint, save_checkpoints_steps=save_checkpoints_steps,
-                iterations_per_loop=iterations_per_loop,
+                train_data.train_dataset_fn(schedule.train_batch_size), schedule.train_batch_size,
+                num_train_steps, schedule.learning_rate, num_warmup_steps,
+                init_checkpoint=init_checkpoint,
                 afterwards="evaluating its model" if do_eval else None,
-                **scale_out.train_options())
+                **dict(schedule.train_options(), **scale_out.train_options()))
         if do_eval:
             finetuning.log_run("Running evaluation", num_rows=eval_data.num_rows,
-                               batch_size=eval_batch_size)
-            results["eval"] = trainer.evaluate(eval_data.finite_input(eval_batch_size),
-                                               eval_batch_size, init_checkpoint=init_checkpoint)
+                               batch_size=schedule.eval_batch_size)
+            results["eval"] = trainer.evaluate(eval_data.finite_input(schedule.eval_batch_size),
+                                               schedule.eval_batch_size,
+                                               init_checkpoint=init_checkpoint)
             if trainer.is_chief:
                 write_eval_results(results["eval"], os.path.join(output_dir, "eval_results.txt"))
         logging.info("Done: %s", output_dir)
