@@ -26,7 +26,7 @@ from bert_tf.tasks.base import Task
 from bert_tf.tasks.base import safe_div
 from bert_tf.tasks.pretraining.model import MASKED_LM_DENOMINATOR_EPSILON
 from bert_tf.tasks.pretraining.model import BertPretrainer
-from bert_tf.tasks.pretraining.model import masked_lm_example_loss
+from bert_tf.tasks.pretraining.model import masked_lm_eval_sums
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -47,21 +47,6 @@ class BertMaskedLM(BertPretrainer):
 
     def make_task(self):
         return MaskedLMTask(self.config)
-
-
-def _sums(outputs, features):
-    """Per-batch sums of the masked-LM loss and accuracy (float32 scalars)."""
-    example_loss, log_probs = masked_lm_example_loss(outputs["masked_lm_logits"],
-                                                     features["masked_lm_ids"])
-    weights = tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1])
-    ids = tf.reshape(tf.cast(features["masked_lm_ids"], tf.int32), [-1])
-    predictions = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
-    return {
-        "masked_lm_weight": tf.reduce_sum(weights),
-        "masked_lm_loss_sum": tf.reduce_sum(weights * example_loss),
-        "masked_lm_correct": tf.reduce_sum(
-            weights * tf.cast(tf.equal(predictions, ids), tf.float32)),
-    }
 
 
 class MaskedLMTask(Task):
@@ -89,7 +74,7 @@ class MaskedLMTask(Task):
             tf.cast(features["masked_lm_weights"], tf.float32))}
 
     def compute_loss(self, model, features, normalizers, training=True):
-        sums = _sums(model(features, training=training), features)
+        sums = masked_lm_eval_sums(model(features, training=training), features)
         loss = sums["masked_lm_loss_sum"] / (normalizers["masked_lm_weight"]
                                              + MASKED_LM_DENOMINATOR_EPSILON)
         return loss, {k: sums[k] for k in self.metric_sum_keys}
@@ -99,7 +84,7 @@ class MaskedLMTask(Task):
                                                sums["masked_lm_weight"])}
 
     def eval_step(self, model, features):
-        return _sums(model(features, training=False), features)
+        return masked_lm_eval_sums(model(features, training=False), features)
 
     def eval_batch_loss(self, batch_sums):
         return batch_sums["masked_lm_loss_sum"] / (batch_sums["masked_lm_weight"]

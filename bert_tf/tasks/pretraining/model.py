@@ -504,27 +504,34 @@ def get_next_sentence_output(next_sentence_logits, next_sentence_labels):
     return loss, per_example_loss, log_probs
 
 
-def _eval_sums(outputs, features):
-    """Per-batch sums behind the losses and the original's `metric_fn` (float32 scalars)."""
-    mlm_example_loss, mlm_log_probs = masked_lm_example_loss(
-        outputs["masked_lm_logits"], features["masked_lm_ids"])
-    nsp_example_loss, nsp_log_probs = next_sentence_example_loss(
-        outputs["next_sentence_logits"], features["next_sentence_labels"])
+def masked_lm_eval_sums(outputs, features):
+    """Per-batch sums behind the masked-LM loss and accuracy of `metric_fn` (float32 scalars):
+    `masked_lm_weight`, `masked_lm_loss_sum`, `masked_lm_correct`."""
+    example_loss, log_probs = masked_lm_example_loss(outputs["masked_lm_logits"],
+                                                     features["masked_lm_ids"])
     weights = tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1])
-    mlm_ids = tf.reshape(tf.cast(features["masked_lm_ids"], tf.int32), [-1])
-    mlm_predictions = tf.argmax(mlm_log_probs, axis=-1, output_type=tf.int32)
-    nsp_labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
-    nsp_predictions = tf.argmax(nsp_log_probs, axis=-1, output_type=tf.int32)
+    ids = tf.reshape(tf.cast(features["masked_lm_ids"], tf.int32), [-1])
+    predictions = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
     return {
         "masked_lm_weight": tf.reduce_sum(weights),
-        "masked_lm_loss_sum": tf.reduce_sum(weights * mlm_example_loss),
+        "masked_lm_loss_sum": tf.reduce_sum(weights * example_loss),
         "masked_lm_correct": tf.reduce_sum(
-            weights * tf.cast(tf.equal(mlm_predictions, mlm_ids), tf.float32)),
+            weights * tf.cast(tf.equal(predictions, ids), tf.float32)),
+    }
+
+
+def _eval_sums(outputs, features):
+    """Per-batch sums behind the losses and the original's `metric_fn` (float32 scalars)."""
+    nsp_example_loss, nsp_log_probs = next_sentence_example_loss(
+        outputs["next_sentence_logits"], features["next_sentence_labels"])
+    nsp_labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
+    nsp_predictions = tf.argmax(nsp_log_probs, axis=-1, output_type=tf.int32)
+    return dict(masked_lm_eval_sums(outputs, features), **{
         "next_sentence_count": tf.cast(tf.size(nsp_labels), tf.float32),
         "next_sentence_loss_sum": tf.reduce_sum(nsp_example_loss),
         "next_sentence_correct": tf.reduce_sum(
             tf.cast(tf.equal(nsp_predictions, nsp_labels), tf.float32)),
-    }
+    })
 
 
 class PretrainingTask(Task):
