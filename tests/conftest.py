@@ -1,6 +1,7 @@
 """Shared test set-up: Keras on TensorFlow, quiet logs, seeds, tiny configs."""
 
 import os
+import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -115,6 +116,23 @@ def write_config(path, config_dict):
     with open(path, "w") as f:
         json.dump(config_dict, f)
     return str(path)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def op_determinism_stays_in_its_module():
+    """A tool run in the test's process with --seed turns TensorFlow's op determinism on for
+    the process (`ScaleOut.create_strategy`); it is turned off again after the module, so
+    a later module's Keras `jit_compile` (which determinism disables) is its own."""
+    before = "tensorflow" in sys.modules and _op_determinism_enabled()
+    yield
+    if "tensorflow" in sys.modules and not before and _op_determinism_enabled():
+        from tensorflow.python.framework import config as tf_config  # pylint: disable=g-import-not-at-top
+        tf_config.disable_op_determinism()
+
+
+def _op_determinism_enabled():
+    from tensorflow.python.framework import config as tf_config  # pylint: disable=g-import-not-at-top
+    return tf_config.is_op_determinism_enabled()
 
 
 @pytest.fixture

@@ -2,8 +2,9 @@
 
   saved_model  export_saved_model: the entry point (tools/export_saved_model.py):
                the task, the checkpoint checked against the config, the model
-               rebuilt in float32 (or bf16 / fp16) for inference; the classifier
-               and encoder serving modules and their signatures;
+               rebuilt in float32 (or bf16 / fp16) for inference; `EXPORTS`, one
+               `ExportKind` per kind (its model, head, flags and serving module);
+               the classifier and encoder serving modules and their signatures;
                export_dir/<version>/ written atomically.
   serving_module
                ModelServingModule, what each served model's tf.Module starts

@@ -99,6 +99,7 @@ features in), or with `format="onnx"` to `bert_tf.export.onnx.quantize_int8`
 (the ONNX model in int8, by ONNX Runtime's `quantize_dynamic`).
 """
 
+import collections
 import contextlib
 import os
 import shutil
@@ -128,16 +129,12 @@ from bert_tf.tasks.squad.serving import SquadServingModule
 from bert_tf.item_progress import PhaseLog
 from bert_tf.modeling import checkpoint as checkpoint_lib
 from bert_tf.modeling import precision
-from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.config import BertConfig
 from bert_tf.tasks.embeddings import model as embeddings
+from bert_tf.tasks import registry
 from bert_tf.tasks.multiple_choice import model as multiple_choice
-from bert_tf.tasks.classifier.model import BertClassifier
 from bert_tf.tasks.classifier.model import check_threshold
 from bert_tf.tasks.classifier.model import head_outputs
-from bert_tf.tasks.pretraining.model import BertPretrainer
-from bert_tf.tasks.squad.model import BertSquad
-from bert_tf.tasks.token_classification.model import BertTokenClassifier
 from bert_tf.tokenization import graph_tokenizer
 from bert_tf.tokenization.graph_tokenizer import GraphTokenizer
 from bert_tf.training import run_record
@@ -278,24 +275,17 @@ def check_checkpoint(checkpoint_prefix, config, kind, num_labels=None,
     """
     # Unreadable or corrupt files are one-line errors of the checkpoint module.
     shapes = checkpoint_lib.list_checkpoint_variables(checkpoint_prefix)
-    head = {ENCODER: None, EMBEDDINGS: None, FILL_MASK: "pretraining",
-            MULTIPLE_CHOICE: CLASSIFIER, NER: CLASSIFIER}.get(kind, kind)
-    expected = checkpoint_lib.expected_tf1_variables(config, head=head, num_labels=num_labels)
+    export = EXPORTS[kind]
+    expected = checkpoint_lib.expected_tf1_variables(config, head=export.head,
+                                                     num_labels=num_labels)
     for name, shape in expected.items():
         if name not in shapes:
-            if checkpoint_lib.head_of(name) == CLASSIFIER:
+            if checkpoint_lib.head_of(name) in _HEAD_NAMES:
                 raise UserError(
-                    "--init_checkpoint=%s has no classifier head (variable %s is missing): "
-                    "export a checkpoint that %s" % (
-                        checkpoint_prefix, name,
-                        "run_multiple_choice.py fine-tuned" if kind == MULTIPLE_CHOICE
-                        else "bert-run-ner fine-tuned" if kind == NER
-                        else "run_classifier.py fine-tuned on %s" % task_name))
-            if checkpoint_lib.head_of(name) == SQUAD:
-                raise UserError(
-                    "--init_checkpoint=%s has no SQuAD head (variable %s is missing): "
-                    "export a checkpoint that run_squad.py fine-tuned"
-                    % (checkpoint_prefix, name))
+                    "--init_checkpoint=%s has no %s head (variable %s is missing): export a "
+                    "checkpoint that %s" % (checkpoint_prefix,
+                                            _HEAD_NAMES[checkpoint_lib.head_of(name)], name,
+                                            export.trained_by.replace("%s", str(task_name))))
             raise UserError("--init_checkpoint=%s: variable %s (shape %s) is missing from the "
                             "checkpoint" % (checkpoint_prefix, name, list(shape)))
         if tuple(shapes[name]) != tuple(shape):
@@ -317,18 +307,7 @@ def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision
     LayerNorm, embeddings and heads in float32.
     """
     with precision.inference_policy(mixed_precision):
-        if kind == CLASSIFIER:
-            model = BertClassifier(config, num_labels, multi_label=multi_label)
-        elif kind == SQUAD:
-            model = BertSquad(config)
-        elif kind == FILL_MASK:
-            model = BertPretrainer(config)
-        elif kind == MULTIPLE_CHOICE:
-            model = multiple_choice.BertMultipleChoice(config)
-        elif kind == NER:
-            model = BertTokenClassifier(config, num_labels)
-        else:  # the encoder, and the embedder's backbone
-            model = BertModel(config)
+        model = EXPORTS[kind].model(config, num_labels, multi_label)
     checkpoint_lib.load_checkpoint(model, checkpoint_prefix, strict=True)
     stored = {"bf16": "bfloat16", "fp16": "float16"}.get(mixed_precision, "float32")
     for v in model.weights:
@@ -657,6 +636,121 @@ class SquadRoot(tf.Module):
 # ---------------------------------------------------------------------------
 
 
+# ---------------------------------------------------------------------------
+# The kinds of export: one entry each, read by export_saved_model with no branch per kind
+# ---------------------------------------------------------------------------
+
+
+class ServingSettings(collections.namedtuple("ServingSettings", [
+        "labels", "is_regression", "max_seq_length", "vocab_file", "do_lower_case",
+        "multi_label", "threshold", "doc_stride", "top_k", "max_windows", "pooling",
+        "normalize", "max_query_length", "n_best_size", "max_answer_length"])):
+    """The export's settings a serving module is built from (`ExportKind.serve`)."""
+
+    __slots__ = ()
+
+
+class ExportKind(collections.namedtuple("ExportKind", [
+        "model", "head", "trained_by", "options", "serve", "num_labels"])):
+    """One kind of export (`EXPORTS`).
+
+    Attributes:
+      model: fn(config, num_labels, multi_label) -> the model its checkpoint loads into
+        (the task model of `bert_tf.tasks.registry`, or the backbone).
+      head: the checkpoint's head it needs (`checkpoint.expected_tf1_variables`), or None.
+      trained_by: the run that writes that head ("%s": the task's name), for a
+        checkpoint without it.
+      options: the export's flags for this kind alone ("doc_stride", "max_windows",
+        "pooling", "multi_label", "tfhub", "labels_file": its run's labels.txt).
+      serve: fn(model, tokenizer, `ServingSettings`) -> (tf.Module, signatures).
+      num_labels: the head's outputs when fixed (multiple choice: one score), else None.
+    """
+
+    __slots__ = ()
+
+
+def _serve_classifier(model, tokenizer, s):
+    module = ClassifierServingModule(model, tokenizer, s.labels, s.is_regression,
+                                     s.max_seq_length, s.vocab_file, multi_label=s.multi_label,
+                                     threshold=s.threshold, doc_stride=s.doc_stride)
+    return module, module.signatures()
+
+
+def _serve_encoder(model, tokenizer, s):
+    module = EncoderServingModule(model, tokenizer, s.max_seq_length, s.vocab_file)
+    return module, module.signatures()
+
+
+def _serve_fill_mask(model, tokenizer, s):
+    module = FillMaskServingModule(model, tokenizer, list(tokenization.load_vocab(s.vocab_file)),
+                                   s.max_seq_length, s.top_k)
+    return module, module.signatures()
+
+
+def _serve_ner(model, tokenizer, s):
+    module = NerServingModule(model, tokenizer, list(tokenization.load_vocab(s.vocab_file)),
+                              s.labels, s.max_seq_length, s.doc_stride,
+                              max_windows=s.max_windows)
+    return module, module.signatures()
+
+
+def _serve_embeddings(model, tokenizer, s):
+    module = EmbeddingsServingModule(model, tokenizer, s.max_seq_length, s.vocab_file,
+                                     s.pooling, s.normalize)
+    return module, module.signatures()
+
+
+def _serve_multiple_choice(model, tokenizer, s):
+    module = MultipleChoiceServingModule(model, tokenizer, s.max_seq_length, s.vocab_file)
+    return module, module.signatures()
+
+
+def _serve_squad(model, tokenizer, s):
+    module = SquadServingModule(model, tokenizer, max_seq_length=s.max_seq_length,
+                                doc_stride=s.doc_stride, max_query_length=s.max_query_length,
+                                n_best_size=s.n_best_size, max_answer_length=s.max_answer_length)
+    # A tf.function with an input_signature, or a concrete function.
+    signatures = {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: module.serving_default}
+    return SquadRoot(module, s.do_lower_case, s.max_seq_length, s.vocab_file), signatures
+
+
+def _backbone(config, num_labels, multi_label):
+    return registry.model_class(None)(config)
+
+
+EXPORTS = collections.OrderedDict([
+    (CLASSIFIER, ExportKind(
+        lambda config, num_labels, multi_label: registry.model_class("classifier")(
+            config, num_labels, multi_label=multi_label),
+        "classifier", "run_classifier.py fine-tuned on %s", ("doc_stride", "multi_label"),
+        _serve_classifier, None)),
+    (SQUAD, ExportKind(
+        lambda config, num_labels, multi_label: registry.model_class("squad")(config),
+        "squad", "run_squad.py fine-tuned", ("doc_stride",), _serve_squad, None)),
+    (NER, ExportKind(
+        lambda config, num_labels, multi_label: registry.model_class("token_classification")(
+            config, num_labels),
+        "classifier", "bert-run-ner fine-tuned", ("doc_stride", "max_windows", "labels_file"),
+        _serve_ner, None)),
+    (MULTIPLE_CHOICE, ExportKind(
+        lambda config, num_labels, multi_label: registry.model_class("multiple_choice")(config),
+        "classifier", "run_multiple_choice.py fine-tuned", (), _serve_multiple_choice, 1)),
+    (FILL_MASK, ExportKind(
+        lambda config, num_labels, multi_label: registry.model_class("pretraining")(config),
+        "pretraining", "run_pretraining.py trained", (), _serve_fill_mask, None)),
+    (EMBEDDINGS, ExportKind(_backbone, None, None, ("pooling",), _serve_embeddings, None)),
+    (ENCODER, ExportKind(_backbone, None, None, ("tfhub",), _serve_encoder, None)),
+])
+# The checkpoint heads, as a missing one is named.
+_HEAD_NAMES = {"classifier": "classifier", "squad": "SQuAD", "pretraining": "pre-training"}
+
+
+def _takers(option):
+    """The kinds that take an export flag, as a message names them."""
+    return " or ".join("a classifier task" if kind == CLASSIFIER else "--task_name=" + kind
+                       for kind, export in EXPORTS.items() if option in export.options)
+
+
 def version_dir(export_dir, version):
     """`export_dir/<version>`; refuses a version that is there already."""
     version = int(version)
@@ -826,61 +920,62 @@ def export_saved_model(task_name=None, bert_config_file=None, vocab_file=None,
     else:
         kind, labels, is_regression = task_spec(task_name, data_dir)
     quantize_lib.check_quantize(quantize, kind, task_name, format, mixed_precision, doc_stride)
-    if multi_label and (kind != CLASSIFIER or is_regression):
+    if multi_label and ("multi_label" not in EXPORTS[kind].options or is_regression):
         raise UserError("--multi_label is for a classification task (not %s)" % task_name)
     if multi_label:
         check_threshold(multi_label_threshold, "--multi_label_threshold")
-    if doc_stride is not None and kind not in (CLASSIFIER, SQUAD, NER):
-        raise UserError("--doc_stride is for a classifier, squad or ner (not %s)" % task_name)
+    if doc_stride is not None and "doc_stride" not in EXPORTS[kind].options:
+        raise UserError("--doc_stride is for %s (not %s)" % (_takers("doc_stride"), task_name))
     if mixed_precision not in precision.MIXED_PRECISION:
         raise UserError("--mixed_precision must be one of bf16|fp16 (or empty), got %r"
                         % (mixed_precision,))
-    if format == "tfhub" and kind != ENCODER:
-        raise UserError("--format=tfhub exports the encoder: use --task_name=%s, not %s"
-                        % (ENCODER, task_name))
+    if format == "tfhub" and "tfhub" not in EXPORTS[kind].options:
+        raise UserError("--format=tfhub exports the encoder: use %s, not %s"
+                        % (_takers("tfhub"), task_name))
     if format == onnx_export.FORMAT:
         onnx_export.check_request(kind, task_name, doc_stride, mixed_precision, quantize)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError("--top_k=%r: must be a positive integer" % (top_k,))
     max_text_bytes = graph_tokenizer.check_max_text_bytes(max_text_bytes, "--max_text_bytes")
-    if max_windows is not None and kind != NER:
-        raise UserError("--max_windows is for --task_name=%s (not %s)" % (NER, task_name))
-    if kind == NER:
+    if max_windows is not None and "max_windows" not in EXPORTS[kind].options:
+        raise UserError("--max_windows is for %s (not %s)" % (_takers("max_windows"), task_name))
+    if "max_windows" in EXPORTS[kind].options:
         max_windows = ner_export.check_max_windows(
             ner_export.DEFAULT_MAX_WINDOWS if max_windows is None else max_windows)
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     tokenization.check_vocab(vocab_file, config, bert_config_file)
     prefix = checkpoint_lib.resolve_checkpoint(init_checkpoint)
-    if kind == NER and recorded_labels is not None:
+    if "labels_file" in EXPORTS[kind].options and recorded_labels is not None:
         labels = [str(label) for label in recorded_labels]
-    elif kind == NER:
-        # The labels bert-run-ner wrote beside its checkpoints.
+    elif "labels_file" in EXPORTS[kind].options:
+        # The labels its run wrote beside its checkpoints.
         labels_file = os.path.join(os.path.dirname(prefix), ner_data.LABELS_FILE)
         if not tf.io.gfile.exists(labels_file):
-            raise UserError("--task_name=%s: no %s beside --init_checkpoint=%s (bert-run-ner "
-                            "writes it to its output_dir)" % (NER, ner_data.LABELS_FILE, prefix))
+            raise UserError("--task_name=%s: no %s beside --init_checkpoint=%s (%s writes it "
+                            "to its output_dir)" % (kind, ner_data.LABELS_FILE, prefix,
+                                                    EXPORTS[kind].trained_by.split()[0]))
         labels = ner_data.read_labels(labels_file)
-    num_labels = None if labels is None else (1 if is_regression else len(labels))
-    if kind == MULTIPLE_CHOICE:
-        num_labels = 1  # one score per choice: output_weights [1, hidden_size]
-    if kind == EMBEDDINGS:
+    num_labels = EXPORTS[kind].num_labels or (
+        None if labels is None else (1 if is_regression else len(labels)))
+    if "pooling" in EXPORTS[kind].options:
         pooling, normalize, max_seq_length = embeddings.embedding_settings(
             os.path.dirname(prefix), pooling, normalize, max_seq_length)
     elif pooling is not None or normalize is not None:
-        raise UserError("--pooling and --normalize are for --task_name=%s only (not %s)"
-                        % (EMBEDDINGS, task_name))
+        raise UserError("--pooling and --normalize are for %s only (not %s)"
+                        % (_takers("pooling"), task_name))
     elif max_seq_length is None:
         max_seq_length = DEFAULT_MAX_SEQ_LENGTH
     config.check_max_seq_length(max_seq_length, bert_config_file)
     if max_seq_length < 3:
         raise UserError("--max_seq_length=%d is too short for [CLS] a [SEP] b [SEP]"
                         % max_seq_length)
-    if kind in (CLASSIFIER, SQUAD, NER):
+    if "doc_stride" in EXPORTS[kind].options:
         # The run's own stride where its record gives it (recorded_run), else the
         # stride its task trains with (`text_windows.DOC_STRIDES`; a classifier: none).
         if doc_stride is None:
             doc_stride = text_windows.default_doc_stride(kind)
-        doc_stride = text_windows.check_doc_stride(doc_stride, optional=kind == CLASSIFIER)
+        doc_stride = text_windows.check_doc_stride(
+            doc_stride, optional=text_windows.default_doc_stride(kind) is None)
     check_checkpoint(prefix, config, kind, num_labels, bert_config_file, task_name)
     final_dir = version_dir(export_dir, int(time.time()) if version is None else version)
     phases.done("inputs checked (task %s, checkpoint %s)", task_name, prefix)
@@ -911,42 +1006,10 @@ def export_saved_model(task_name=None, bert_config_file=None, vocab_file=None,
                         quantize_lib.MODEL_FILE)
             return final_dir
         tokenizer = GraphTokenizer(vocab_file, do_lower_case, max_text_bytes=max_text_bytes)
-        if kind == CLASSIFIER:
-            module = ClassifierServingModule(model, tokenizer, labels, is_regression,
-                                             max_seq_length, vocab_file,
-                                             multi_label=multi_label,
-                                             threshold=multi_label_threshold,
-                                             doc_stride=doc_stride)
-            signatures = module.signatures()
-        elif kind == ENCODER:
-            module = EncoderServingModule(model, tokenizer, max_seq_length, vocab_file)
-            signatures = module.signatures()
-        elif kind == FILL_MASK:
-            module = FillMaskServingModule(model, tokenizer,
-                                           list(tokenization.load_vocab(vocab_file)),
-                                           max_seq_length, top_k)
-            signatures = module.signatures()
-        elif kind == NER:
-            module = NerServingModule(model, tokenizer, list(tokenization.load_vocab(vocab_file)),
-                                      labels, max_seq_length, doc_stride,
-                                      max_windows=max_windows)
-            signatures = module.signatures()
-        elif kind == EMBEDDINGS:
-            module = EmbeddingsServingModule(model, tokenizer, max_seq_length, vocab_file,
-                                             pooling, normalize)
-            signatures = module.signatures()
-        elif kind == MULTIPLE_CHOICE:
-            module = MultipleChoiceServingModule(model, tokenizer, max_seq_length, vocab_file)
-            signatures = module.signatures()
-        else:
-            module = SquadServingModule(
-                model, tokenizer, max_seq_length=max_seq_length,
-                doc_stride=doc_stride,
-                max_query_length=max_query_length, n_best_size=n_best_size,
-                max_answer_length=max_answer_length)
-            # A tf.function with an input_signature, or a concrete function.
-            signatures = {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: module.serving_default}
-            module = SquadRoot(module, do_lower_case, max_seq_length, vocab_file)
+        module, signatures = EXPORTS[kind].serve(model, tokenizer, ServingSettings(
+            labels, is_regression, max_seq_length, vocab_file, do_lower_case, multi_label,
+            multi_label_threshold, doc_stride, top_k, max_windows, pooling, normalize,
+            max_query_length, n_best_size, max_answer_length))
         if format == onnx_export.FORMAT:
             module.keep_padding()  # ONNX Runtime's clients send rows of their own length
         phases.done("serving module built (tokenizer tables, signatures %s)",
