@@ -49,9 +49,6 @@ from bert_tf.training import run_record
 
 CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
-# head= -> the model class (None: the backbone alone): the task registry's.
-HEADS = registry.TASKS
-
 # The original's pattern for a release's name in a checkpoint path
 # (`validate_case_matches_checkpoint`): the directory of `bert_model.ckpt`.
 _RELEASE_NAME_RE = re.compile("^.*?([A-Za-z0-9_-]+)/bert_model.ckpt")
@@ -248,7 +245,7 @@ def from_pretrained(path, head=None, num_labels=None, do_lower_case=None,
     for key, value in options.items():
         if value is not None and key not in cls.pretrained_options:
             raise UserError("%s=%r is for head=%s only (head=%r)" % (
-                key, value, " or ".join(repr(n) for n, c in HEADS.items()
+                key, value, " or ".join(repr(n) for n, c in registry.TASKS.items()
                                         if key in c.pretrained_options), head))
     if num_labels is not None and (isinstance(num_labels, bool) or not isinstance(num_labels, int)
                                    or num_labels < 1):

@@ -190,13 +190,6 @@ def task_spec(task_name, data_dir=None):
     return CLASSIFIER, labels, processor.is_regression
 
 
-# The export task of each training run's record (bert_tf_run.json's "tool").
-_RECORDED_TASKS = {"run_ner": NER, "run_multiple_choice": MULTIPLE_CHOICE, "run_squad": SQUAD,
-                   "run_pretraining": FILL_MASK, "run_mlm": FILL_MASK}
-# The tasks any run's model exports (the backbone alone).
-_BACKBONE_TASKS = (ENCODER, EMBEDDINGS)
-
-
 def recorded_run(init_checkpoint, task_name=None, bert_config_file=None, vocab_file=None,
                  do_lower_case=None, max_seq_length=None, doc_stride=None):
     """The export's settings from a training run's output_dir (`run_record`), or None.
@@ -227,16 +220,18 @@ def recorded_run(init_checkpoint, task_name=None, bert_config_file=None, vocab_f
     record, directory = run["record"], str(init_checkpoint)
     tool = record.get("tool")
     flags = record["training_flags"]
-    recorded_task = (flags.get("task_name") if tool == "run_classifier"
-                     else _RECORDED_TASKS.get(tool))
+    # The kind that serves the run's task (a classifier: its --task_name).
+    task = record.get("task")
+    recorded_task = (flags.get("task_name") if task == CLASSIFIER else next(
+        (kind for kind, export in EXPORTS.items() if task and export.task == task), None))
     if recorded_task is None:
         raise UserError("--init_checkpoint=%s holds a %s run (%s), which this export does not "
                         "read: pass a checkpoint prefix with its flags" % (directory, tool,
                                                                            run_record.RECORD_FILE))
     if task_name is None:
         task_name = recorded_task
-    elif (task_name.lower() != recorded_task.lower() and task_name.lower() not in _BACKBONE_TASKS
-          and not (tool == "run_pretraining" and task_name.lower() == ENCODER)):
+    elif (task_name.lower() != recorded_task.lower()
+          and not _serves_the_backbone(task_name.lower())):
         raise UserError("--task_name=%s: --init_checkpoint=%s holds a %s run of task %s (%s); "
                         "leave --task_name out to use it" % (task_name, directory, tool,
                                                              recorded_task,
@@ -307,7 +302,8 @@ def load_model(kind, config, checkpoint_prefix, num_labels=None, mixed_precision
     LayerNorm, embeddings and heads in float32.
     """
     with precision.inference_policy(mixed_precision):
-        model = EXPORTS[kind].model(config, num_labels, multi_label)
+        export = EXPORTS[kind]
+        model = export.model(registry.model_class(export.task), config, num_labels, multi_label)
     checkpoint_lib.load_checkpoint(model, checkpoint_prefix, strict=True)
     stored = {"bf16": "bfloat16", "fp16": "float16"}.get(mixed_precision, "float32")
     for v in model.weights:
@@ -651,12 +647,14 @@ class ServingSettings(collections.namedtuple("ServingSettings", [
 
 
 class ExportKind(collections.namedtuple("ExportKind", [
-        "model", "head", "trained_by", "options", "serve", "num_labels"])):
+        "task", "model", "head", "trained_by", "options", "serve", "num_labels"])):
     """One kind of export (`EXPORTS`).
 
     Attributes:
-      model: fn(config, num_labels, multi_label) -> the model its checkpoint loads into
-        (the task model of `bert_tf.tasks.registry`, or the backbone).
+      task: the registry's task (`bert_tf.tasks.registry`) whose training run's
+        output_dir this kind exports by default (bert_tf_run.json's "task"), or None.
+      model: fn(cls, config, num_labels, multi_label) -> the model its checkpoint loads
+        into, `cls` the registry's class of `task` (None: the backbone).
       head: the checkpoint's head it needs (`checkpoint.expected_tf1_variables`), or None.
       trained_by: the run that writes that head ("%s": the task's name), for a
         checkpoint without it.
@@ -714,35 +712,39 @@ def _serve_squad(model, tokenizer, s):
     return SquadRoot(module, s.do_lower_case, s.max_seq_length, s.vocab_file), signatures
 
 
-def _backbone(config, num_labels, multi_label):
-    return registry.model_class(None)(config)
+def _plain(cls, config, num_labels, multi_label):
+    return cls(config)
 
 
 EXPORTS = collections.OrderedDict([
     (CLASSIFIER, ExportKind(
-        lambda config, num_labels, multi_label: registry.model_class("classifier")(
+        "classifier", lambda cls, config, num_labels, multi_label: cls(
             config, num_labels, multi_label=multi_label),
         "classifier", "run_classifier.py fine-tuned on %s", ("doc_stride", "multi_label"),
         _serve_classifier, None)),
-    (SQUAD, ExportKind(
-        lambda config, num_labels, multi_label: registry.model_class("squad")(config),
-        "squad", "run_squad.py fine-tuned", ("doc_stride",), _serve_squad, None)),
+    (SQUAD, ExportKind("squad", _plain, "squad", "run_squad.py fine-tuned", ("doc_stride",),
+                       _serve_squad, None)),
     (NER, ExportKind(
-        lambda config, num_labels, multi_label: registry.model_class("token_classification")(
+        "token_classification", lambda cls, config, num_labels, multi_label: cls(
             config, num_labels),
         "classifier", "bert-run-ner fine-tuned", ("doc_stride", "max_windows", "labels_file"),
         _serve_ner, None)),
-    (MULTIPLE_CHOICE, ExportKind(
-        lambda config, num_labels, multi_label: registry.model_class("multiple_choice")(config),
-        "classifier", "run_multiple_choice.py fine-tuned", (), _serve_multiple_choice, 1)),
-    (FILL_MASK, ExportKind(
-        lambda config, num_labels, multi_label: registry.model_class("pretraining")(config),
-        "pretraining", "run_pretraining.py trained", (), _serve_fill_mask, None)),
-    (EMBEDDINGS, ExportKind(_backbone, None, None, ("pooling",), _serve_embeddings, None)),
-    (ENCODER, ExportKind(_backbone, None, None, ("tfhub",), _serve_encoder, None)),
+    (MULTIPLE_CHOICE, ExportKind("multiple_choice", _plain, "classifier",
+                                 "run_multiple_choice.py fine-tuned", (),
+                                 _serve_multiple_choice, 1)),
+    (FILL_MASK, ExportKind("pretraining", _plain, "pretraining", "run_pretraining.py trained",
+                           (), _serve_fill_mask, None)),
+    # The backbone alone (task None: BertModel), which any run's model exports as.
+    (EMBEDDINGS, ExportKind(None, _plain, None, None, ("pooling",), _serve_embeddings, None)),
+    (ENCODER, ExportKind(None, _plain, None, None, ("tfhub",), _serve_encoder, None)),
 ])
 # The checkpoint heads, as a missing one is named.
 _HEAD_NAMES = {"classifier": "classifier", "squad": "SQuAD", "pretraining": "pre-training"}
+
+
+def _serves_the_backbone(kind):
+    """Whether an export kind serves the backbone alone (any run's model exports as it)."""
+    return kind in EXPORTS and EXPORTS[kind].head is None
 
 
 def _takers(option):
@@ -949,12 +951,11 @@ def export_saved_model(task_name=None, bert_config_file=None, vocab_file=None,
         labels = [str(label) for label in recorded_labels]
     elif "labels_file" in EXPORTS[kind].options:
         # The labels its run wrote beside its checkpoints.
-        labels_file = os.path.join(os.path.dirname(prefix), ner_data.LABELS_FILE)
-        if not tf.io.gfile.exists(labels_file):
+        labels = ner_data.labels_beside(os.path.dirname(prefix))
+        if labels is None:
             raise UserError("--task_name=%s: no %s beside --init_checkpoint=%s (%s writes it "
                             "to its output_dir)" % (kind, ner_data.LABELS_FILE, prefix,
                                                     EXPORTS[kind].trained_by.split()[0]))
-        labels = ner_data.read_labels(labels_file)
     num_labels = EXPORTS[kind].num_labels or (
         None if labels is None else (1 if is_regression else len(labels)))
     if "pooling" in EXPORTS[kind].options:

@@ -78,14 +78,7 @@ def convert_checkpoint(input, output_dir, from_format, to_format, bert_config_fi
     if run is not None:
         # A training run's output_dir: its own config, vocab and casing, unless given alike.
         record = run["record"]
-        for flag, given, kept in (("bert_config_file", bert_config_file, run["bert_config_file"]),
-                                  ("vocab_file", vocab_file, run["vocab_file"])):
-            if given is not None and kept is not None:
-                with open(given, "rb") as a, open(kept, "rb") as b:
-                    if a.read() != b.read():
-                        raise UserError("--%s=%s: --input=%s holds the run's own %s, which "
-                                        "differs; leave --%s out to use it"
-                                        % (flag, given, input, os.path.basename(kept), flag))
+        run_record.check_files_agree(run, "--input=%s" % input, bert_config_file, vocab_file)
         run_record.check_agrees(record, input, "do_lower_case", do_lower_case)
         bert_config_file = bert_config_file or run["bert_config_file"]
         vocab_file = vocab_file or run["vocab_file"]

@@ -38,11 +38,6 @@ TASKS = collections.OrderedDict((cls.task_name, cls) for cls in (
     BertMultipleChoice, BertTokenClassifier))
 
 
-def names():
-    """The registered `head=` names, in order (None, the backbone, first)."""
-    return list(TASKS)
-
-
 def model_class(name):
     """The model class of a `head=` name.
 

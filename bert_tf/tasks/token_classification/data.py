@@ -165,6 +165,12 @@ def read_labels(path):
     return labels
 
 
+def labels_beside(directory):
+    """The labels of the `labels.txt` in `directory` (a run's, beside its checkpoints), or None."""
+    path = os.path.join(directory, LABELS_FILE)
+    return read_labels(path) if fileio.exists(path) else None
+
+
 # --------------------------------------------------------------------------
 # Words of raw text.
 # --------------------------------------------------------------------------

@@ -19,8 +19,6 @@ and `f1` (`bert_tf.tasks.token_classification.data_conlleval`).
 """
 
 from bert_tf import _backend  # noqa: F401  (KERAS_BACKEND=tensorflow before keras loads)
-import os
-
 import keras
 import numpy as np
 import tensorflow as tf
@@ -104,8 +102,7 @@ class BertTokenClassifier(TaskModel, keras.Model):
     def from_parts(cls, parts):
         """labels.txt beside the checkpoint, the run's labels and windows (bert_tf_run.json)."""
         recorded = parts.recorded or {}
-        labels_file = os.path.join(parts.directory, ner_data.LABELS_FILE)
-        labels = ner_data.read_labels(labels_file) if tf.io.gfile.exists(labels_file) else None
+        labels = ner_data.labels_beside(parts.directory)
         if recorded.get("labels"):
             labels = list(recorded["labels"])
         if labels is None:  # a Hugging Face directory's id2label
