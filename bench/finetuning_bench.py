@@ -68,7 +68,7 @@ def _ours(args):
     from bert_tf.training import distribute  # pylint: disable=g-import-not-at-top
     from bert_tf import training  # pylint: disable=g-import-not-at-top
     from bert_tf.modeling.config import BertConfig  # pylint: disable=g-import-not-at-top
-    from bert_tf.tasks import ClassifierTask  # pylint: disable=g-import-not-at-top
+    from bert_tf.models import BertClassifier  # pylint: disable=g-import-not-at-top
 
     config = BertConfig.from_json_file(args.bert_config_file)
     b = args.batch_size
@@ -83,7 +83,8 @@ def _ours(args):
     start = time.time()
     with tempfile.TemporaryDirectory() as output_dir:
         trainer = training.Trainer(
-            distribute.get_strategy("off"), ClassifierTask(config, args.num_labels), output_dir,
+            distribute.get_strategy("off"), lambda: BertClassifier(config, args.num_labels),
+            output_dir,
             use_xla=args.use_xla)
         build_seconds = time.time() - start
         # A `total`-step run (warmup 10%, as run_classifier's default): the host

@@ -251,7 +251,7 @@ def _short_row_batches(batch_size, seq_length, vocab_size, num_batches=8):
             "label_ids": rng.randint(2, size=shape).astype(np.int32)}
 
 
-def _train(strategy, task, features, args, batch_size, learning_rate, num_accumulation_steps=1,
+def _train(strategy, build_model, features, args, batch_size, learning_rate, num_accumulation_steps=1,
            batches=False, use_xla=None, trim_padding=True):
     """Times `Trainer.train` on one repeated batch (or, with `batches`, `features`' leading
     axis of batches in turn); returns (seq/s, timed steps, seconds)."""
@@ -267,7 +267,7 @@ def _train(strategy, task, features, args, batch_size, learning_rate, num_accumu
     with tempfile.TemporaryDirectory() as output_dir:
         # A host loop ends every log_steps (and within 10 s): the loops up to
         # warmup_steps (the tracing and compilation in the first) are left out of the timing.
-        trainer = training.Trainer(strategy, task, output_dir,
+        trainer = training.Trainer(strategy, build_model, output_dir,
                                    mixed_precision=args.mixed_precision,
                                    use_xla=args.use_xla if use_xla is None else use_xla,
                                    log_steps=args.warmup_steps, trim_padding=trim_padding)
@@ -281,16 +281,16 @@ def _train(strategy, task, features, args, batch_size, learning_rate, num_accumu
     return steps * batch_size / seconds, steps, seconds
 
 
-def _inference(strategy, task, features, args, batch_size):
+def _inference(strategy, build_model, features, args, batch_size):
     """Times the classifier's forward pass in one tf.function; returns (seq/s, steps, seconds)."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     from bert_tf import training  # pylint: disable=g-import-not-at-top
 
     with tempfile.TemporaryDirectory() as output_dir:
-        trainer = training.Trainer(strategy, task, output_dir,
+        trainer = training.Trainer(strategy, build_model, output_dir,
                                    mixed_precision=args.mixed_precision, use_xla=args.use_xla)
     model = trainer.model
-    vocab_size = task.config.vocab_size
+    vocab_size = model.config.vocab_size
     with strategy.scope():
         constants = {k: tf.constant(v) for k, v in features.items() if k != "label_ids"}
 
@@ -299,7 +299,7 @@ def _inference(strategy, task, features, args, batch_size):
             batch = dict(constants)
             # Different ids at each step (still in [1, vocab_size)): nothing is loop-invariant.
             batch["input_ids"] = (constants["input_ids"] + i) % (vocab_size - 1) + 1
-            outputs = task.predict_step(model, batch)
+            outputs = model.task.predict_step(model, batch)
             return i + 1, checksum + tf.reduce_sum(tf.cast(outputs["probabilities"], tf.float32))
         return tf.while_loop(lambda i, _: i < num_steps, body,
                              (tf.constant(0), tf.constant(0.0)))[1]
@@ -333,8 +333,8 @@ def run_checks(args, log=print):
     """Runs the three checks within `args.time_budget_s`; returns the result rows."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     from bert_tf.training import distribute  # pylint: disable=g-import-not-at-top
-    from bert_tf.tasks import ClassifierTask  # pylint: disable=g-import-not-at-top
-    from bert_tf.tasks import PretrainingTask  # pylint: disable=g-import-not-at-top
+    from bert_tf.models import BertClassifier  # pylint: disable=g-import-not-at-top
+    from bert_tf.models import BertPretrainer  # pylint: disable=g-import-not-at-top
 
     start = time.time()
     on_gpu = bool(tf.config.list_physical_devices("GPU"))
@@ -381,19 +381,18 @@ def run_checks(args, log=print):
         if check == "pretraining":
             features = _pretraining_features(batch_size, s, args.max_predictions_per_seq,
                                               config.vocab_size)
-            task = PretrainingTask(config, s, args.max_predictions_per_seq)
-            result = _train(strategy, task, features, args, batch_size, 1e-4,
+            result = _train(strategy, lambda: BertPretrainer(config), features, args, batch_size, 1e-4,
                             args.num_accumulation_steps)
         elif short_rows:
-            result = _train(strategy, ClassifierTask(config, 2), short, args, batch_size, 2e-5,
+            result = _train(strategy, lambda: BertClassifier(config, 2), short, args, batch_size, 2e-5,
                             batches=True, use_xla=False, trim_padding=check.endswith("cut"))
         else:
             features = random_batch(batch_size, s, 2, config.vocab_size)
-            task = ClassifierTask(config, 2)
+            build_model = lambda: BertClassifier(config, 2)  # noqa: E731
             if check == "finetuning":
-                result = _train(strategy, task, features, args, batch_size, 2e-5)
+                result = _train(strategy, build_model, features, args, batch_size, 2e-5)
             else:
-                result = _inference(strategy, task, features, args, batch_size)
+                result = _inference(strategy, build_model, features, args, batch_size)
         row["seq_per_sec"], row["timed_steps"], row["timed_seconds"] = result
         row["wall_seconds"] = time.time() - phase_start
         rows.append(row)

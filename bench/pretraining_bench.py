@@ -79,7 +79,7 @@ def _bert_tf(args, output_dir):
     from bert_tf.training import distribute
     from bert_tf import training
     from bert_tf.modeling.config import BertConfig
-    from bert_tf.tasks import PretrainingTask
+    from bert_tf.models import BertPretrainer
 
     config = BertConfig.from_json_file(args.bert_config_file)
     features = random_batch(args.batch_size, args.seq_length, args.max_predictions_per_seq,
@@ -88,7 +88,7 @@ def _bert_tf(args, output_dir):
     features["masked_lm_weights"] = tf.cast(features["masked_lm_weights"], tf.float32)
     trainer = training.Trainer(
         distribute.get_strategy("off"),
-        PretrainingTask(config, args.seq_length, args.max_predictions_per_seq), output_dir,
+        lambda: BertPretrainer(config), output_dir,
         mixed_precision="bf16" if args.precision == "bf16" else None, use_xla=args.use_xla)
     # What Trainer.train sets up before its first host loop (run_pretraining's flags).
     trainer._create_optimizer(1e-4, 1000, 10, "adamw")  # pylint: disable=protected-access

@@ -35,7 +35,6 @@ from bert_tf import training
 from bert_tf.tasks.classifier.model import BertClassifier
 from bert_tf.tasks.classifier.model import classification_example_loss
 from bert_tf.data.finite_input import FiniteInput
-from bert_tf.tasks import ClassifierTask
 from bert_tf.tasks.classifier.model import pearson
 from bert_tf.tasks.classifier.model import spearman
 from tests.test_pretraining import in_memory_dataset_fn
@@ -85,18 +84,16 @@ def np_log_softmax(x):
     return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
 
 
-def make_trainer(output_dir, task):
-    return training.Trainer(distribute.get_strategy("off"), task, str(output_dir))
+def make_trainer(output_dir, build_model):
+    return training.Trainer(distribute.get_strategy("off"), build_model, str(output_dir))
 
 
-class _NoHeadDropoutTask(ClassifierTask):
-    """`ClassifierTask` with head dropout 0 (the original's 0.1 is patched out in the oracle)."""
-
-    def build_model(self):
-        model = super().build_model()
-        model.classifier.dropout.rate = 0.0
-        model.classifier.dropout_rate = 0.0
-        return model
+def _no_head_dropout(config, num_labels):
+    """A `BertClassifier` with head dropout 0 (the original's 0.1 is patched out in the oracle)."""
+    model = BertClassifier(config, num_labels)
+    model.classifier.dropout.rate = 0.0
+    model.classifier.dropout_rate = 0.0
+    return model
 
 
 # ----------------------------------------------------------------- names
@@ -129,8 +126,8 @@ def test_head_dropout_is_the_originals_hard_coded_0_1():
 
 def test_classification_loss_is_the_mean_negative_log_softmax_of_the_label():
     config = tiny_config()
-    task = ClassifierTask(config, NUM_LABELS)
-    model = task.build_model()
+    model = BertClassifier(config, NUM_LABELS)
+    task = model.task
     features = random_examples(6, seed=6)
     logits = model(features, training=False)["logits"].numpy()
     log_probs = np_log_softmax(logits)
@@ -146,8 +143,8 @@ def test_classification_loss_is_the_mean_negative_log_softmax_of_the_label():
 
 
 def test_regression_loss_is_the_mean_squared_error():
-    task = ClassifierTask(tiny_config(), NUM_LABELS, is_regression=True)
-    model = task.build_model()
+    model = BertClassifier(tiny_config(), 1, is_regression=True)
+    task = model.task
     assert task.num_labels == 1 and model.classifier.output_weights.shape == (1, 32)
     features = random_examples(6, seed=7, regression=True)
     predictions = model(features, training=False)["logits"].numpy()[:, 0]
@@ -179,8 +176,7 @@ def _average_ranks(values):
 
 
 def test_regression_eval_on_a_finite_input_gives_mse_and_correlations(tmp_path):
-    task = ClassifierTask(tiny_config(), NUM_LABELS, is_regression=True)
-    trainer = make_trainer(tmp_path, task)  # no checkpoint: the initial weights
+    trainer = make_trainer(tmp_path, lambda: BertClassifier(tiny_config(), 1, is_regression=True))  # no checkpoint: the initial weights
     examples = random_examples(NUM_EXAMPLES, seed=8, regression=True)
     assert len(np.unique(examples["label_ids"])) < NUM_EXAMPLES  # ties
     results = trainer.evaluate(finite_input(examples, EVAL_BATCH_SIZE), EVAL_BATCH_SIZE)
@@ -204,7 +200,7 @@ def test_regression_eval_on_a_finite_input_gives_mse_and_correlations(tmp_path):
 
 
 def test_predict_returns_every_example_once_in_input_order(tmp_path):
-    trainer = make_trainer(tmp_path, ClassifierTask(tiny_config(), NUM_LABELS))
+    trainer = make_trainer(tmp_path, lambda: BertClassifier(tiny_config(), NUM_LABELS))
     examples = random_examples(NUM_EXAMPLES, seed=9)
     data = finite_input(examples, EVAL_BATCH_SIZE)
     assert (data.num_steps, data.num_padding_examples) == (3, 2)
@@ -244,13 +240,13 @@ def parity(tmp_path_factory):
 
     # Ours: 4 steps (host loops of 2), model.ckpt-4.
     ours_dir = str(tmp / "ours")
-    trainer = make_trainer(ours_dir, _NoHeadDropoutTask(config, NUM_LABELS))
+    trainer = make_trainer(ours_dir, lambda: _no_head_dropout(config, NUM_LABELS))
     history = trainer.train(in_memory_dataset_fn(batches), BATCH_SIZE, NUM_STEPS, LEARNING_RATE,
                             WARMUP, init_checkpoint=init, save_checkpoints_steps=NUM_STEPS,
                             iterations_per_loop=2)
     losses = np.concatenate([h["losses"] for h in history])
     # A fresh trainer restores model.ckpt-4 for eval and predict (as do_eval / do_predict).
-    evaluator = make_trainer(ours_dir, ClassifierTask(config, NUM_LABELS))
+    evaluator = make_trainer(ours_dir, lambda: BertClassifier(config, NUM_LABELS))
     ours_eval = evaluator.evaluate(finite_input(examples, EVAL_BATCH_SIZE), EVAL_BATCH_SIZE)
     ours_predict = evaluator.predict(finite_input(examples, EVAL_BATCH_SIZE))
 

@@ -51,7 +51,7 @@ from bert_tf.modeling import checkpoint
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.tasks.classifier import run_hub as hub_run
 from bert_tf.tasks.classifier import model_hub as hub_classifier
-from bert_tf.tasks.classifier.model import ClassifierTask
+from bert_tf.tasks.classifier.model import BertClassifier
 from bert_tf.training import Trainer
 from bert_tf.training import distribute
 from tests.test_classifier import random_examples
@@ -262,9 +262,10 @@ def _reference_and_hub_training(files, encoder, tmp_path):
     """(run_classifier's losses, the hub model's losses, their trainers) from the same start."""
     strategy = distribute.get_strategy("off")
     module = hub_classifier.inspect_hub_module(encoder, SEQ_LENGTH)
-    hub = Trainer(strategy, hub_classifier.HubClassifierTask(module, NUM_LABELS),
+    hub = Trainer(strategy, lambda: hub_classifier.hub_classifier(module, NUM_LABELS),
                   str(tmp_path / "hub"))
-    reference = Trainer(strategy, ClassifierTask(files["config"], NUM_LABELS),
+    assert isinstance(hub.task, hub_classifier.HubClassifierTask) and hub.task.any_length
+    reference = Trainer(strategy, lambda: BertClassifier(files["config"], NUM_LABELS),
                         str(tmp_path / "reference"))
     rng = np.random.RandomState(4)
     weights = rng.normal(0.0, 0.5, (NUM_LABELS, files["config"].hidden_size)).astype(np.float32)
@@ -296,7 +297,7 @@ def test_training_is_run_classifiers_from_the_same_start_and_resumes(files, tmp_
     # A second run in the same output_dir resumes from model.ckpt-4 (weights and slots).
     module = hub_classifier.inspect_hub_module(files["encoder"], SEQ_LENGTH)
     again = Trainer(distribute.get_strategy("off"),
-                    hub_classifier.HubClassifierTask(module, NUM_LABELS),
+                    lambda: hub_classifier.hub_classifier(module, NUM_LABELS),
                     str(tmp_path / "hub"))
     history = again.train(in_memory_dataset_fn(batches, repeat=True), 8, NUM_STEPS + 2,
                           LEARNING_RATE, WARMUP, iterations_per_loop=1)

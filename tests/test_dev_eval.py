@@ -245,15 +245,14 @@ def test_keras_evaluate_of_a_regression_reports_pearson_and_spearman_as_the_trai
     import tensorflow as tf
     from bert_tf.data.finite_input import FiniteInput
     from bert_tf.tasks.classifier.model import BertClassifier
-    from bert_tf.tasks.classifier.model import ClassifierTask
     from bert_tf.training import distribute
     from bert_tf.training.trainer import Trainer
     from tests.test_pretraining import one_layer_config
     config = one_layer_config()
     features, labels = _regression_data(config)
     keras.utils.set_random_seed(1)
-    trainer = Trainer(distribute.get_strategy("off"), ClassifierTask(config, 1, is_regression=True),
-                      str(tmp_path / "out"))
+    trainer = Trainer(distribute.get_strategy("off"),
+                      lambda: BertClassifier(config, 1, is_regression=True), str(tmp_path / "out"))
     data = FiniteInput(
         lambda: tf.data.Dataset.from_tensor_slices(dict(features, label_ids=labels)),
         len(labels), 5)

@@ -36,7 +36,7 @@ import tensorflow as tf
 from bert_tf.modeling import checkpoint
 from bert_tf.training import distribute
 from bert_tf.errors import UserError
-from bert_tf.tasks import PretrainingTask
+from bert_tf.models import BertPretrainer
 from tests.tolerances import REPLICA_ATOL
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -274,7 +274,7 @@ def _mirrored_child(output_dir):
     vs 2 replicas with use_xla."""
     from bert_tf import training
     from bert_tf.training import steps
-    from tests.test_pretraining import BATCH_SIZE, MAX_PREDICTIONS, SEQ_LENGTH
+    from tests.test_pretraining import BATCH_SIZE
     from tests.test_pretraining import in_memory_dataset_fn, random_batches, one_layer_config
     from tests.test_pretraining import write_init_checkpoint
 
@@ -292,7 +292,7 @@ def _mirrored_child(output_dir):
             ("mirrored_acc2", mirrored, 2, False),
             ("mirrored_xla", mirrored, 1, True)):
         trainer = training.Trainer(
-            strategy, PretrainingTask(one_layer_config(), SEQ_LENGTH, MAX_PREDICTIONS),
+            strategy, lambda: BertPretrainer(one_layer_config()),
             os.path.join(output_dir, name), use_xla=use_xla)
         history = trainer.train(in_memory_dataset_fn(batches), BATCH_SIZE, 3, 1e-3, 1,
                                 init_checkpoint=init, iterations_per_loop=3,

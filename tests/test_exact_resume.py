@@ -47,8 +47,8 @@ from bert_tf.tasks.classifier import data as classifier_data
 from bert_tf.data import input_pipeline
 from bert_tf.modeling import checkpoint
 from bert_tf.runs import finetuning
-from bert_tf.tasks import PretrainingTask
-from bert_tf.tasks.classifier.model import ClassifierTask
+from bert_tf.models import BertClassifier
+from bert_tf.models import BertPretrainer
 from bert_tf.training import distribute
 from bert_tf.training import trainer as trainer_lib
 from tests.test_pretraining import MAX_PREDICTIONS, SEQ_LENGTH
@@ -123,7 +123,7 @@ def _train(kind, data, output_dir, seed, strategy=None, stop_step=None, after_sa
     strategy = strategy or distribute.get_strategy("off")
     config = one_layer_config(dropout=0.1)
     if kind == "pretraining":
-        task = PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS)
+        build_model = lambda: BertPretrainer(config)  # noqa: E731
 
         def dataset_fn(input_context):
             return input_pipeline.create_pretraining_dataset(
@@ -131,12 +131,12 @@ def _train(kind, data, output_dir, seed, strategy=None, stop_step=None, after_sa
                 input_context.get_per_replica_batch_size(BATCH_SIZE), True,
                 input_context=input_context, seed=seed, check_files=False, config=config)
     else:
-        task = ClassifierTask(config, NUM_LABELS)
+        build_model = lambda: BertClassifier(config, NUM_LABELS)  # noqa: E731
         dataset_fn = finetuning.train_dataset_fn(
             data, classifier_data.name_to_features(SEQ_LENGTH), BATCH_SIZE,
-            finetuning.record_limits(task, SEQ_LENGTH, NUM_LABELS), seed=seed,
+            input_pipeline.record_limits(config, SEQ_LENGTH, num_labels=NUM_LABELS), seed=seed,
             bucket_by_length=kind == "classifier_bucketed")
-    trainer = trainer_lib.Trainer(strategy, task, output_dir, seed=seed, log_steps=100)
+    trainer = trainer_lib.Trainer(strategy, build_model, output_dir, seed=seed, log_steps=100)
     if stop_step is not None:
         _stop_after(trainer, stop_step, after_save)
     try:
@@ -216,7 +216,7 @@ def test_one_seed_gives_one_checkpoint_and_another_seed_another(tmp_path):
     strategy = distribute.get_strategy("off")
 
     def initial(seed):
-        trainer = trainer_lib.Trainer(strategy, ClassifierTask(config, NUM_LABELS),
+        trainer = trainer_lib.Trainer(strategy, lambda: BertClassifier(config, NUM_LABELS),
                                       str(tmp_path / "unused"), seed=seed)
         return {checkpoint.tf1_name(v): v.numpy() for v in trainer.model.trainable_variables}
     first, again, other = initial(7), initial(7), initial(8)

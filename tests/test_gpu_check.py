@@ -97,12 +97,11 @@ def test_bert_large_training_flops_follow_six_n_tokens():
 
 def test_parameter_formula_matches_the_built_tiny_models():
     from bert_tf.modeling.config import BertConfig
-    from bert_tf.tasks import ClassifierTask
-    from bert_tf.tasks import PretrainingTask
+    from bert_tf.models import BertClassifier
+    from bert_tf.models import BertPretrainer
     config = BertConfig.from_dict(dict(gpu_check.TINY_CONFIG))
-    for task, head in ((PretrainingTask(config, 16, 3), "pretraining"),
-                       (ClassifierTask(config, 3), "classifier")):
-        model = task.build_model()
+    for model, head in ((BertPretrainer(config), "pretraining"),
+                        (BertClassifier(config, 3), "classifier")):
         built = sum(int(v.numpy().size) for v in model.trainable_variables)
         assert gpu_check.num_parameters(config, head, num_labels=3) == built, head
 

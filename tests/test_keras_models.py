@@ -55,9 +55,6 @@ from bert_tf.models import BertModel
 from bert_tf.models import BertPreprocessor
 from bert_tf.models import BertPretrainer
 from bert_tf.models import BertSquad
-from bert_tf.tasks import ClassifierTask
-from bert_tf.tasks import PretrainingTask
-from bert_tf.tasks import SquadTask
 from tests.test_classifier import NUM_LABELS
 from tests.test_classifier import random_examples
 from tests.test_classifier import random_train_batches
@@ -96,30 +93,6 @@ def make_model(kind, config):
         # The original's head dropout (0.1, hard-coded) off, as in tests/test_classifier.py.
         model.classifier.dropout.rate = 0.0
     return model
-
-
-def make_task(kind, config):
-    if kind == "classifier":
-        return ClassifierTask(config, NUM_LABELS)
-    if kind == "regression":
-        return ClassifierTask(config, 1, is_regression=True)
-    if kind == "pretrainer":
-        return PretrainingTask(config)
-    return SquadTask(config)
-
-
-class _TaskWithoutDropout(object):
-    """A task whose `build_model` is `make_model`'s (head dropout 0)."""
-
-    def __init__(self, kind, config):
-        self._task = make_task(kind, config)
-        self._kind, self._config = kind, config
-
-    def build_model(self):
-        return make_model(self._kind, self._config)
-
-    def __getattr__(self, name):
-        return getattr(self._task, name)
 
 
 def train_batches(kind, num_steps, seed=3):
@@ -204,7 +177,7 @@ def test_fit_makes_the_trainers_steps(tmp_path, kind):
     init = init_checkpoint(kind, config, tmp_path / "init" / "bert_model.ckpt")
     num_steps = 2
     batches = train_batches(kind, num_steps)
-    trainer = training.Trainer(distribute.get_strategy("off"), _TaskWithoutDropout(kind, config),
+    trainer = training.Trainer(distribute.get_strategy("off"), lambda: make_model(kind, config),
                                str(tmp_path / "trainer"))
     # One host loop of both steps (not a timed first step alone), so its record
     # holds the two batches' loss and metrics, as Keras' epoch log does.
@@ -234,7 +207,7 @@ def test_pretrainer_evaluate_and_predict_are_the_trainers(tmp_path):
     config = one_layer_config()
     init = init_checkpoint("pretrainer", config, tmp_path / "init" / "bert_model.ckpt")
     batches = random_batches(3, seed=5)
-    trainer = training.Trainer(distribute.get_strategy("off"), PretrainingTask(config),
+    trainer = training.Trainer(distribute.get_strategy("off"), lambda: BertPretrainer(config),
                                str(tmp_path / "trainer"))
     theirs = trainer.evaluate(in_memory_dataset_fn(batches), BATCH_SIZE, max_eval_steps=3,
                               init_checkpoint=init)
@@ -268,7 +241,7 @@ def test_model_predict_is_the_trainers_predict(tmp_path, kind):
                     for k, v in random_batches(1, batch_size=10, seed=5).items()}
     else:
         examples = random_examples(10, seed=5, regression=kind == "regression")
-    trainer = training.Trainer(distribute.get_strategy("off"), make_task(kind, config),
+    trainer = training.Trainer(distribute.get_strategy("off"), lambda: make_model(kind, config),
                                str(tmp_path))
     theirs = trainer.predict(finite_input(examples, 4))
     ours = trainer.model.predict(tf.data.Dataset.from_tensor_slices(examples).batch(4),

@@ -399,9 +399,13 @@ def test_a_bad_doc_stride_is_one_line_before_anything_is_written(files, preproce
     config = BertConfig.from_json_file(files["config"])
     with pytest.raises(UserError, match="BertClassifier: doc_stride=0: must be a positive"):
         BertClassifier(config, 2, preprocessor=preprocessor, doc_stride=0)
-    with pytest.raises(UserError, match="doc_stride= cuts raw text into windows: pass "
-                                        "preprocessor="):
-        BertClassifier(config, 2, doc_stride=7)
+    # Without a preprocessor the model reads window records (run_classifier --doc_stride's):
+    # its task evaluates per document, and raw text asks for a preprocessor.
+    records_model = BertClassifier(config, 2, doc_stride=7)
+    assert records_model.task.per_document
+    assert not BertClassifier(config, 2).task.per_document
+    with pytest.raises(UserError, match="for raw text, build the model with preprocessor="):
+        records_model.predict(["w01 w02"], verbose=0)
     model = BertClassifier(config, 2, preprocessor=preprocessor, doc_stride=7)
     with pytest.raises(UserError, match="cuts single texts into windows, not pairs"):
         model.predict({"text_a": ["w01"], "text_b": ["w02"]}, verbose=0)

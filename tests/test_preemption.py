@@ -242,7 +242,7 @@ def test_keras_fit_with_checkpoint_callback_saves_and_stops_on_sigterm(tmp_path)
 
 @pytest.mark.slow
 def test_train_installs_handlers_only_while_it_runs(tmp_path):
-    from bert_tf.tasks import PretrainingTask
+    from bert_tf.models import BertPretrainer
     from bert_tf.training import distribute
     from bert_tf.training.trainer import Trainer
     from tests.test_pretraining import in_memory_dataset_fn
@@ -255,7 +255,7 @@ def test_train_installs_handlers_only_while_it_runs(tmp_path):
     previous = signal.signal(signal.SIGTERM, mine)
     try:
         trainer = Trainer(distribute.get_strategy("off"),
-                          PretrainingTask(one_layer_config(), SEQ_LENGTH, MAX_PREDICTIONS),
+                          lambda: BertPretrainer(one_layer_config()),
                           str(tmp_path / "output"))
 
         def dataset_fn(input_context):
@@ -274,7 +274,7 @@ def test_train_installs_handlers_only_while_it_runs(tmp_path):
 def test_sigterm_after_a_resume_writes_the_newer_checkpoint(tmp_path, monkeypatch):
     # An output_dir that already holds model.ckpt-2: the notice's checkpoint must
     # still be written, at the step reached, and be the one a rerun resumes from.
-    from bert_tf.tasks import PretrainingTask
+    from bert_tf.models import BertPretrainer
     from bert_tf.training import distribute
     from bert_tf.training.progress import TrainProgress
     from bert_tf.training.trainer import Trainer
@@ -285,7 +285,7 @@ def test_sigterm_after_a_resume_writes_the_newer_checkpoint(tmp_path, monkeypatc
 
     def trainer():
         return Trainer(distribute.get_strategy("off"),
-                       PretrainingTask(one_layer_config(), SEQ_LENGTH, MAX_PREDICTIONS), output_dir)
+                       lambda: BertPretrainer(one_layer_config()), output_dir)
 
     trainer().train(dataset_fn, 8, 2, 1e-3, 1, iterations_per_loop=1)
     assert _steps(output_dir) == [2]

@@ -31,7 +31,6 @@ from bert_tf import training
 from bert_tf.modeling.config import BertConfig
 from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
-from bert_tf.tasks import PretrainingTask
 from tests.tolerances import MODEL_ATOL
 
 SEQ_LENGTH = 16
@@ -181,7 +180,7 @@ def test_pretrainer_has_the_original_variable_names():
 def test_task_loss_on_whole_batch_is_the_original_total_loss_and_splits_exactly():
     config = tiny_config()
     model = pretraining.BertPretrainer(config)
-    task = PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS)
+    task = model.task
     batch = {k: v[0] for k, v in random_batches(1).items()}
     outputs = model(batch, training=False)
     mlm, _, _ = pretraining.get_masked_lm_output(
@@ -210,7 +209,7 @@ def test_task_loss_of_a_batch_without_masked_predictions_is_the_next_sentence_lo
     """All-zero masked_lm_weights in the whole global batch: 0 / (0 + 1e-5), not 0 / 0."""
     config = tiny_config()
     model = pretraining.BertPretrainer(config)
-    task = PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS)
+    task = model.task
     batch = {k: v[0] for k, v in _without_masked_predictions(random_batches(1)).items()}
     outputs = model(batch, training=False)
     nsp, _, _ = pretraining.get_next_sentence_output(
@@ -273,7 +272,7 @@ LEARNING_RATE = 1e-3
 
 def _train(output_dir, config, batches, init_checkpoint=None, iterations_per_loop=2):
     trainer = training.Trainer(distribute.get_strategy("off"),
-                               PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS),
+                               lambda: pretraining.BertPretrainer(config),
                                output_dir)
     history = trainer.train(in_memory_dataset_fn(batches), BATCH_SIZE, NUM_STEPS, LEARNING_RATE,
                             WARMUP, init_checkpoint=init_checkpoint,
@@ -320,7 +319,7 @@ def parity(tmp_path_factory):
     run_oracle("pretraining_oracle", "eval", config_file, os.path.join(ours_dir, "model.ckpt-5"),
                tmp / "eval.npz", tmp / "original_eval.json")
     evaluator = training.Trainer(distribute.get_strategy("off"),
-                                 PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS),
+                                 lambda: pretraining.BertPretrainer(config),
                                  ours_dir)
     ours_eval = evaluator.evaluate(in_memory_dataset_fn(eval_batches), BATCH_SIZE, 3)
     with open(tmp / "original_eval.json") as f:
@@ -421,8 +420,8 @@ def test_a_global_batch_without_masked_predictions_trains_as_the_original(tmp_pa
     original = dict(np.load(tmp_path / "original.npz"))
     assert original["masked_lm_loss"][0] == 0.0 and np.isfinite(original["total_loss"]).all()
 
-    task = PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS)
-    model = task.build_model()
+    model = pretraining.BertPretrainer(config)
+    task = model.task
     checkpoint.load_checkpoint(model, init, strict=True)
     first = {k: v[0] for k, v in batches.items()}
     loss, _ = task.compute_loss(model, first, task.loss_normalizers(first), training=False)
@@ -432,7 +431,8 @@ def test_a_global_batch_without_masked_predictions_trains_as_the_original(tmp_pa
                 "all zero (the original's masked-LM denominator is sum(weights) + 1e-5)")
 
     output_dir = str(tmp_path / "ours")
-    trainer = training.Trainer(distribute.get_strategy("off"), task, output_dir)
+    trainer = training.Trainer(distribute.get_strategy("off"),
+                               lambda: pretraining.BertPretrainer(config), output_dir)
     history = trainer.train(in_memory_dataset_fn(batches), BATCH_SIZE, 2, LEARNING_RATE, 0,
                             init_checkpoint=init, iterations_per_loop=1)
     np.testing.assert_allclose(

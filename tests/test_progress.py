@@ -21,16 +21,14 @@ from bert_tf.export import hub
 from bert_tf.export import saved_model
 from bert_tf.item_progress import ItemProgress
 from bert_tf.item_progress import PhaseLog
-from bert_tf.tasks import ClassifierTask
-from bert_tf.tasks import PretrainingTask
+from bert_tf.models import BertClassifier
+from bert_tf.models import BertPretrainer
 from bert_tf.training import distribute
 from bert_tf.training import steps as steps_lib
 from tests.test_classifier import NUM_LABELS
 from tests.test_classifier import finite_input
 from tests.test_classifier import random_examples
 from tests.test_pretraining import BATCH_SIZE
-from tests.test_pretraining import MAX_PREDICTIONS
-from tests.test_pretraining import SEQ_LENGTH
 from tests.test_pretraining import in_memory_dataset_fn
 from tests.test_pretraining import random_batches
 from tests.test_pretraining import tiny_config
@@ -157,7 +155,7 @@ def test_training_progress_keeps_format_duration():
 
 def _pretraining_trainer(output_dir, log_steps):
     return training.Trainer(distribute.get_strategy("off"),
-                            PretrainingTask(tiny_config(), SEQ_LENGTH, MAX_PREDICTIONS),
+                            lambda: BertPretrainer(tiny_config()),
                             str(output_dir), log_steps=log_steps)
 
 
@@ -247,7 +245,7 @@ def test_training_says_it_traces_then_logs_slow_steps_one_by_one(tmp_path, info_
 def test_predict_logs_every_log_steps_and_every_10_seconds(tmp_path, info_logs, monkeypatch):
     examples = random_examples(10, seed=4)
     trainer = training.Trainer(distribute.get_strategy("off"),
-                               ClassifierTask(tiny_config(), NUM_LABELS), str(tmp_path),
+                               lambda: BertClassifier(tiny_config(), NUM_LABELS), str(tmp_path),
                                log_steps=2)
     trainer.predict(finite_input(examples, 2))  # 5 steps of 2 examples
     lines = _messages(info_logs, "predict:")

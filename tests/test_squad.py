@@ -28,7 +28,6 @@ import tensorflow as tf
 from bert_tf.modeling import checkpoint
 from bert_tf.tasks.squad.model import BertSquad
 from bert_tf.tasks.squad.model import span_example_loss
-from bert_tf.tasks import SquadTask
 from tests.test_classifier import finite_input
 from tests.test_classifier import make_trainer
 from tests.test_classifier import np_log_softmax
@@ -90,8 +89,8 @@ def test_squad_model_saves_exactly_bert_and_cls_squad(tmp_path):
 
 
 def test_squad_loss_is_the_mean_of_start_and_end_losses():
-    task = SquadTask(tiny_config())
-    model = task.build_model()
+    model = BertSquad(tiny_config())
+    task = model.task
     features = random_examples(6, seed=5)
     outputs = model(features, training=False)
     start_logits = outputs["start_logits"].numpy()
@@ -115,7 +114,7 @@ def test_squad_loss_is_the_mean_of_start_and_end_losses():
 
 
 def test_predict_returns_every_example_once_in_input_order(tmp_path):
-    trainer = make_trainer(tmp_path, SquadTask(tiny_config()))
+    trainer = make_trainer(tmp_path, lambda: BertSquad(tiny_config()))
     examples = random_examples(NUM_EXAMPLES, seed=6)
     data = finite_input(examples, PREDICT_BATCH_SIZE)
     assert (data.num_steps, data.num_padding_examples) == (3, 2)
@@ -152,13 +151,13 @@ def parity(tmp_path_factory):
 
     # Ours: 4 steps (host loops of 2), model.ckpt-4.
     ours_dir = str(tmp / "ours")
-    trainer = make_trainer(ours_dir, SquadTask(config))
+    trainer = make_trainer(ours_dir, lambda: BertSquad(config))
     history = trainer.train(in_memory_dataset_fn(batches), BATCH_SIZE, NUM_STEPS, LEARNING_RATE,
                             WARMUP, init_checkpoint=init, save_checkpoints_steps=NUM_STEPS,
                             iterations_per_loop=2)
     losses = np.concatenate([h["losses"] for h in history])
     # A fresh trainer restores model.ckpt-4 (as do_predict).
-    ours_predict = make_trainer(ours_dir, SquadTask(config)).predict(
+    ours_predict = make_trainer(ours_dir, lambda: BertSquad(config)).predict(
         finite_input(examples, PREDICT_BATCH_SIZE))
 
     ours_ckpt = os.path.join(ours_dir, "model.ckpt-%d" % NUM_STEPS)
@@ -230,7 +229,7 @@ def test_ours_resumes_the_originals_checkpoint(parity, tmp_path):
         if name.startswith("model.ckpt-%d." % NUM_STEPS):
             shutil.copy(parity["tmp"] / "original" / name, tmp_path / name)
     tf.compat.v1.train.update_checkpoint_state(str(tmp_path), "model.ckpt-%d" % NUM_STEPS)
-    trainer = make_trainer(tmp_path, SquadTask(tiny_config()))
+    trainer = make_trainer(tmp_path, lambda: BertSquad(tiny_config()))
     # global_step == num_train_steps: restores everything, then trains nothing.
     assert trainer.train(in_memory_dataset_fn(random_train_batches(1, seed=5)), BATCH_SIZE,
                          NUM_STEPS, LEARNING_RATE, WARMUP) == []

@@ -22,10 +22,8 @@ from bert_tf.training import distribute
 from bert_tf import training
 from bert_tf.errors import UserError
 from bert_tf.modeling.bert_model import BertModel
-from bert_tf.tasks import PretrainingTask
+from bert_tf.models import BertPretrainer
 from tests.test_pretraining import BATCH_SIZE
-from tests.test_pretraining import MAX_PREDICTIONS
-from tests.test_pretraining import SEQ_LENGTH
 from tests.test_pretraining import in_memory_dataset_fn
 from tests.test_pretraining import random_batches
 from tests.test_pretraining import one_layer_config
@@ -38,7 +36,7 @@ SAME_UPDATE_ATOL = 1e-5
 def _trainer(output_dir, config=None, **kwargs):
     config = config or one_layer_config()
     return training.Trainer(distribute.get_strategy("off"),
-                            PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS),
+                            lambda: BertPretrainer(config),
                             str(output_dir), **kwargs)
 
 
@@ -312,3 +310,29 @@ def test_write_eval_results_is_the_originals_format(tmp_path):
                             "next_sentence_accuracy = 1.0\n"
                             "next_sentence_loss = 3.45724e-05\n")
     assert os.listdir(tmp_path) == ["eval_results.txt"]  # no temporary left
+
+
+def test_the_trainer_takes_the_models_builder_and_reads_the_models_task(tmp_path):
+    """One direction: the model names its task (`model.task`); no task builds a model."""
+    from bert_tf.tasks import registry  # noqa: F401  (every task model's module)
+    from bert_tf.tasks.base import Task
+    from bert_tf.tasks.classifier import model_hub  # noqa: F401
+    from bert_tf.tasks.classifier.model import ClassifierTask
+    from bert_tf.tasks.masked_lm import model as masked_lm  # noqa: F401
+    trainer = _trainer(tmp_path)
+    assert isinstance(trainer.model, BertPretrainer)
+    assert trainer.task is trainer.model.task and trainer.task.name == "pretraining"
+    with pytest.raises(TypeError, match="a callable that builds the task model"):
+        training.Trainer(distribute.get_strategy("off"),
+                         ClassifierTask(one_layer_config(), 2), str(tmp_path))
+    with pytest.raises(TypeError, match="must return a task model"):
+        training.Trainer(distribute.get_strategy("off"),
+                         lambda: BertModel(one_layer_config()), str(tmp_path))
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+    tasks = set(subclasses(Task))
+    assert len(tasks) >= 9
+    assert [t.__name__ for t in tasks if hasattr(t, "build_model")] == []

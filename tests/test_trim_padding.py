@@ -28,11 +28,12 @@ from bert_tf.modeling import checkpoint
 from bert_tf.modeling import padding
 from bert_tf.runs import finetuning
 from bert_tf.tasks.embeddings import model as embeddings
-from bert_tf.tasks import PretrainingTask
+from bert_tf.models import BertClassifier
+from bert_tf.models import BertMultipleChoice
+from bert_tf.models import BertPretrainer
+from bert_tf.models import BertSquad
+from bert_tf.models import BertTokenClassifier
 from bert_tf.tasks.classifier.model import ClassifierTask
-from bert_tf.tasks.multiple_choice.model import MultipleChoiceTask
-from bert_tf.tasks.squad.model import SquadTask
-from bert_tf.tasks.token_classification.model import TokenClassificationTask
 from bert_tf.training import distribute
 from bert_tf.training import steps
 from bert_tf.training.trainer import Trainer
@@ -65,23 +66,27 @@ def _rows(rng, num_rows, longest=11, shortest=2):
             * mask}
 
 
+# Each kind: (a function of a config that builds its model, a batch of its features).
+
+
 def _classifier(rng, **kwargs):
     features = _rows(rng, BATCH_SIZE)
     features["label_ids"] = rng.randint(NUM_LABELS, size=BATCH_SIZE).astype(np.int32)
     features["is_real_example"] = np.array([1] * (BATCH_SIZE - 1) + [0], np.int32)
-    return ClassifierTask(tiny_config(), NUM_LABELS, **kwargs), features
+    num_labels = 1 if kwargs.get("is_regression") else NUM_LABELS
+    return (lambda config: BertClassifier(config, num_labels, **kwargs)), features
 
 
 def _multi_label(rng):
-    task, features = _classifier(rng, multi_label=True)
+    make_model, features = _classifier(rng, multi_label=True)
     features["label_ids"] = rng.randint(2, size=(BATCH_SIZE, NUM_LABELS)).astype(np.int32)
-    return task, features
+    return make_model, features
 
 
 def _regression(rng):
-    task, features = _classifier(rng, is_regression=True)
+    make_model, features = _classifier(rng, is_regression=True)
     features["label_ids"] = rng.rand(BATCH_SIZE).astype(np.float32) * 5
-    return task, features
+    return make_model, features
 
 
 def _ner(rng):
@@ -92,16 +97,17 @@ def _ner(rng):
         np.int32) * features["input_mask"]
     features["label_mask"][:, 0] = 0  # [CLS]
     features["is_real_example"] = np.ones(BATCH_SIZE, np.int32)
-    return TokenClassificationTask(tiny_config(), NUM_LABELS, labels=["O", "B-X", "I-X"]), features
+    return (lambda config: BertTokenClassifier(config, NUM_LABELS, labels=["O", "B-X", "I-X"])
+            ), features
 
 
 def _ner_labels_padded_with_0(rng):
     """Keras's form (no label_mask; -1: no label), the labels padded with 0 ("O") past each row:
     a padding position is no token, and its label is not read."""
-    task, features = _ner(rng)
+    make_model, features = _ner(rng)
     del features["label_mask"]
     features["label_ids"][:, 0] = -1  # [CLS]
-    return task, features
+    return make_model, features
 
 
 def _multiple_choice(rng):
@@ -109,7 +115,7 @@ def _multiple_choice(rng):
     features = {k: v.reshape(BATCH_SIZE, NUM_CHOICES * SEQ_LENGTH) for k, v in rows.items()}
     features["label_ids"] = rng.randint(NUM_CHOICES, size=BATCH_SIZE).astype(np.int32)
     features["is_real_example"] = np.ones(BATCH_SIZE, np.int32)
-    return MultipleChoiceTask(tiny_config(), NUM_CHOICES), features
+    return (lambda config: BertMultipleChoice(config, num_choices=NUM_CHOICES)), features
 
 
 def _embeddings(rng):
@@ -117,7 +123,7 @@ def _embeddings(rng):
     features.update({embeddings.POSITIVE + k: v
                      for k, v in _rows(rng, BATCH_SIZE, longest=13).items()})
     features["is_real_example"] = np.ones(BATCH_SIZE, np.int32)
-    return embeddings.EmbeddingsTask(tiny_config(), pooling="mean"), features
+    return (lambda config: embeddings.SentenceEmbedder(config, pooling="mean")), features
 
 
 def _pretraining(rng):
@@ -130,7 +136,7 @@ def _pretraining(rng):
     features["masked_lm_weights"] = (rng.rand(BATCH_SIZE, MAX_PREDICTIONS) < 0.8).astype(
         np.float32)
     features["next_sentence_labels"] = rng.randint(2, size=(BATCH_SIZE, 1)).astype(np.int32)
-    return PretrainingTask(tiny_config(), SEQ_LENGTH, MAX_PREDICTIONS), features
+    return BertPretrainer, features
 
 
 TASKS = {"classifier": _classifier, "multi_label": _multi_label, "regression": _regression,
@@ -155,9 +161,10 @@ def _loss_and_gradients(task, model, features, trim, training=False):
 
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_a_cut_batch_gives_the_whole_rows_loss_gradients_eval_sums_and_predictions(name):
-    task, features = TASKS[name](np.random.RandomState(len(name)))
+    make_model, features = TASKS[name](np.random.RandomState(len(name)))
     keras.utils.set_random_seed(1)
-    model = task.build_model()
+    model = make_model(tiny_config())
+    task = model.task
     cut = task.trim_padding({k: tf.constant(v) for k, v in features.items()})
     assert cut["input_ids"].shape[-1] == CUT.get(name, 16), "the batch was not cut"
     if name == "embeddings":  # the positives after their own longest row (13 tokens)
@@ -204,13 +211,13 @@ def test_squad_keeps_its_rows_whole_because_its_loss_reads_every_position():
     features = _rows(rng, BATCH_SIZE)
     features["start_positions"] = rng.randint(1, 3, BATCH_SIZE).astype(np.int32)
     features["end_positions"] = features["start_positions"] + 1
-    task = SquadTask(tiny_config())
+    keras.utils.set_random_seed(1)
+    model = BertSquad(tiny_config())
+    task = model.task
     batch = {k: tf.constant(v) for k, v in features.items()}
     assert task.trim_padding(batch) is batch
     # The reason: the original's span softmax runs over the padding too, so a cut
     # (the base task's) would change the loss.
-    keras.utils.set_random_seed(1)
-    model = task.build_model()
     normalizers = task.loss_normalizers(batch)
     whole, _ = task.compute_loss(model, batch, normalizers, training=False)
     cut, _ = task.compute_loss(model, padding.trim_padding(batch, task.sequence_features),
@@ -253,6 +260,13 @@ class _CountingTask(ClassifierTask):
         return super().trim_padding(features)
 
 
+class _CountingClassifier(BertClassifier):
+    """A `BertClassifier` whose task is `_CountingTask`."""
+
+    def make_task(self):
+        return _CountingTask(self.config, self.num_labels)
+
+
 def _batches(num_batches, seed):
     """Global batches of 4 whose longest row is 3 to 30 tokens long (every cut length)."""
     rng = np.random.RandomState(seed)
@@ -267,8 +281,8 @@ def _batches(num_batches, seed):
 def _run(output_dir, batches, trim_padding):
     from tests.test_pretraining import in_memory_dataset_fn
     keras.utils.set_random_seed(3)
-    task = _CountingTask(one_layer_config(), NUM_LABELS)
-    trainer = Trainer(distribute.get_strategy("off"), task, str(output_dir),
+    trainer = Trainer(distribute.get_strategy("off"),
+                      lambda: _CountingClassifier(one_layer_config(), NUM_LABELS), str(output_dir),
                       trim_padding=trim_padding)
     history = trainer.train(in_memory_dataset_fn(batches), 4, len(batches["input_ids"]), 1e-3, 1,
                             iterations_per_loop=3, save_checkpoints_steps=100)
@@ -308,12 +322,12 @@ def test_the_trainer_cuts_every_batch_traces_once_and_keeps_the_whole_rows_numbe
 def test_fixed_shapes_under_xla_and_on_tpu(tmp_path):
     off = distribute.get_strategy("off")
     assert not steps.fixed_shapes(off) and steps.fixed_shapes(off, use_xla=True)
-    task = ClassifierTask(one_layer_config(), NUM_LABELS)
-    assert Trainer(off, task, str(tmp_path), use_xla=True).trim_padding is False
-    assert Trainer(off, task, str(tmp_path)).trim_padding is True
+    build_model = lambda: BertClassifier(one_layer_config(), NUM_LABELS)  # noqa: E731
+    assert Trainer(off, build_model, str(tmp_path), use_xla=True).trim_padding is False
+    assert Trainer(off, build_model, str(tmp_path)).trim_padding is True
     # Keras: compiled with XLA, the model's steps keep whole rows.
     from bert_tf.training.optimization import create_optimizer
-    model = task.build_model()
+    model = build_model()
     model.compile(optimizer=create_optimizer(1e-3, 10, 1))
     assert model._trims_padding()
     model.compile(optimizer=create_optimizer(1e-3, 10, 1), jit_compile=True)
@@ -322,10 +336,10 @@ def test_fixed_shapes_under_xla_and_on_tpu(tmp_path):
 
 def test_keras_fit_evaluate_and_predict_run_cut_batches():
     rng = np.random.RandomState(2)
-    task, features = _classifier(rng)
+    make_model, features = _classifier(rng)
     del features["is_real_example"]
     keras.utils.set_random_seed(1)
-    model = task.build_model()
+    model = make_model(tiny_config())
     from bert_tf.training.optimization import create_optimizer
     model.compile(optimizer=create_optimizer(1e-3, 10, 1))
     cuts = []
@@ -454,10 +468,12 @@ def test_the_encoder_skips_the_padding_of_the_shorter_rows():
 
 def test_recomputed_layers_skip_the_padding_with_the_same_gradients():
     """--gradient_checkpointing: each layer recomputed in the backward pass on the tokens alone."""
-    task, features = _pretraining(np.random.RandomState(7))  # no dropout in its heads
-    task.config.gradient_checkpointing = True
+    make_model, features = _pretraining(np.random.RandomState(7))  # no dropout in its heads
+    config = tiny_config()
+    config.gradient_checkpointing = True
     keras.utils.set_random_seed(1)
-    model = task.build_model()
+    model = make_model(config)
+    task = model.task
     assert model.bert.encoder.gradient_checkpointing
     loss, _, gradients = _loss_and_gradients(task, model, features, trim=False, training=True)
     cut_loss, _, cut_gradients = _loss_and_gradients(task, model, features, trim=True,

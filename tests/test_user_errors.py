@@ -21,8 +21,8 @@ from bert_tf import training
 from bert_tf.tasks.classifier import data as classifier_data
 from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
-from bert_tf.tasks import ClassifierTask
-from bert_tf.tasks import PretrainingTask
+from bert_tf.models import BertClassifier
+from bert_tf.models import BertPretrainer
 from tests.test_pretraining import MAX_PREDICTIONS
 from tests.test_pretraining import SEQ_LENGTH
 from tests.test_pretraining import random_batches
@@ -112,7 +112,7 @@ def test_trainer_stops_at_a_bad_record_with_one_line(pretraining_files):
     config = tiny_config()
     output_dir = str(pretraining_files["tmp"] / "output")
     trainer = training.Trainer(distribute.get_strategy("off"),
-                               PretrainingTask(config, SEQ_LENGTH, MAX_PREDICTIONS), output_dir)
+                               lambda: BertPretrainer(config), output_dir)
     files = [pretraining_files["good"], pretraining_files["bad"]]
     # Evaluation reads in order: the good file (4 batches), then the bad file's
     # third batch holds record 19.
@@ -148,7 +148,7 @@ def test_prediction_stops_at_a_bad_record_with_one_line(tmp_path):
     spec = classifier_data.name_to_features(SEQ_LENGTH)
     data = input_pipeline.finite_records_input(
         path, spec, 10, 4, limits=input_pipeline.record_limits(config, SEQ_LENGTH, 2))
-    trainer = training.Trainer(distribute.get_strategy("off"), ClassifierTask(config, 2),
+    trainer = training.Trainer(distribute.get_strategy("off"), lambda: BertClassifier(config, 2),
                                str(tmp_path / "output"))
     with pytest.raises(UserError) as e:
         trainer.predict(data)

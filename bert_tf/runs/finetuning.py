@@ -10,8 +10,8 @@ Estimator. These helpers do the same for a `Trainer`, on the run's
 the checkpoint's before the run writes anything; `check_run_flags` and
 `read_bert_config` are the checks run_classifier, run_ner and
 run_multiple_choice make before it. `train_evaluate_predict` is their
-common course: the same schedule, optimizer and output files, whatever model
-the task builds, with the records (`Records`) and what prediction writes
+common course: the same schedule, optimizer and output files, whatever task model
+the run builds, with the records (`Records`) and what prediction writes
 their own; `classifier_examples` and `train_evaluate_predict_classifier`
 (`ClassifierRecords`) are the two classifier runs'.
 """
@@ -300,7 +300,10 @@ class Records(object):
         self.examples = examples
 
     def begin(self, trainer, inputs, output_dir):
-        """Called once the trainer is made, before any record is written (`inputs`: `InputFiles`)."""
+        """Called once the trainer is made, before any record is written (`inputs`: `InputFiles`).
+
+        `trainer.task` is the run's task (its model's).
+        """
 
     def spec(self):
         """The records' features (`name_to_features`)."""
@@ -341,24 +344,36 @@ class ClassifierRecords(Records):
       examples: `classifier_examples`'s dict.
       tokenizer: a `FullTokenizer`; label_list: the processor's labels.
       max_seq_length: the flag.
-      task: the run's `ClassifierTask`.
       doc_stride: None (each example one record, truncated, as the
         original), or an int: each text_a cut into doc-stride windows, one
         record each (`classifier_data.convert_example_windows`); training
         counts its epochs in windows, and evaluation and prediction are per
-        document (`task.per_document`; `ClassifierTask.document_outputs`).
+        document (the model's `doc_stride`, its task's `per_document`;
+        `ClassifierTask.document_outputs`).
+
+    The labels' kind (regression, multi-label) is the run's `ClassifierTask`'s
+    (`begin`).
     """
 
-    def __init__(self, examples, tokenizer, label_list, max_seq_length, task, doc_stride=None):
+    def __init__(self, examples, tokenizer, label_list, max_seq_length, doc_stride=None):
         super().__init__(examples)
         self.tokenizer = tokenizer
         self.label_list = label_list
         self.max_seq_length = max_seq_length
-        self.task = task
-        self.is_regression = task.is_regression
-        # Multi-label: multi-hot label_ids [num_labels] of 0 and 1 (see classifier_data).
-        self.multi_label = getattr(task, "multi_label", False)
         self.doc_stride = doc_stride
+        self.task = None
+
+    def begin(self, trainer, inputs, output_dir):
+        self.task = trainer.task
+
+    @property
+    def is_regression(self):
+        return self.task.is_regression
+
+    @property
+    def multi_label(self):
+        # Multi-label: multi-hot label_ids [num_labels] of 0 and 1 (see classifier_data).
+        return getattr(self.task, "multi_label", False)
 
     def spec(self):
         return classifier_data.name_to_features(
@@ -396,23 +411,23 @@ class ClassifierRecords(Records):
         logs.result("Wrote %d predictions to %s", count, path)
 
 
-def train_evaluate_predict_classifier(task, examples, tokenizer, label_list, output_dir, tool,
-                                      max_seq_length, scale_out, schedule=Schedule(),
+def train_evaluate_predict_classifier(build_model, examples, tokenizer, label_list, output_dir,
+                                      tool, max_seq_length, scale_out, schedule=Schedule(),
                                       init_checkpoint=None, dev_eval=DevEval(), do_eval=True,
                                       doc_stride=None, run_record=None):
     """The original `run_classifier.main`'s course, for any classification task model.
 
     `train_evaluate_predict` with `ClassifierRecords(examples, tokenizer,
-    label_list, max_seq_length, task, doc_stride)`: see both.
+    label_list, max_seq_length, doc_stride)`: see both.
     """
     return train_evaluate_predict(
-        task, ClassifierRecords(examples, tokenizer, label_list, max_seq_length, task,
-                                doc_stride=doc_stride),
+        build_model, ClassifierRecords(examples, tokenizer, label_list, max_seq_length,
+                                       doc_stride=doc_stride),
         output_dir, tool, scale_out, schedule=schedule, init_checkpoint=init_checkpoint,
         dev_eval=dev_eval, do_eval=do_eval, run_record=run_record)
 
 
-def train_evaluate_predict(task, records, output_dir, tool, scale_out, schedule=Schedule(),
+def train_evaluate_predict(build_model, records, output_dir, tool, scale_out, schedule=Schedule(),
                            init_checkpoint=None, dev_eval=DevEval(), do_eval=True,
                            run_record=None):
     """The original `run_classifier.main`'s course, for any fine-tuning task and its records.
@@ -424,7 +439,8 @@ def train_evaluate_predict(task, records, output_dir, tool, scale_out, schedule=
     `scale_out`.
 
     Args:
-      task: the run's `Task` (its `build_model` runs under the strategy's scope).
+      build_model: a callable that returns the run's task model (`Trainer`'s:
+        called under the strategy's scope); its `task` is the run's.
       records: a `Records`.
       output_dir: the run's directory; tool: the run's name, for its lock.
       scale_out: a `ScaleOut`.
@@ -454,12 +470,12 @@ def train_evaluate_predict(task, records, output_dir, tool, scale_out, schedule=
             output_dir, tool, enabled=distribute.will_be_chief(scale_out.strategy_name())):
         # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
         strategy = scale_out.create_strategy()
-        trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
+        trainer = Trainer(strategy, build_model, output_dir, **scale_out.trainer_options())
         inputs.enabled = trainer.is_chief
         begin_run_record(run_record, output_dir, inputs, trainer.is_chief)
         records.begin(trainer, inputs, output_dir)
         spec = records.spec()
-        limits = records.limits(task)
+        limits = records.limits(trainer.task)
         finite = {}
         results = {}
 

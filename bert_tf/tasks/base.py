@@ -6,10 +6,17 @@ compute the loss, and per mode a train op, eval metrics or predictions. A
 (strategy, loops, checkpoints, precision, summaries). A task is one module of
 this package: its Keras model class (`TaskModel` + `keras.Model`, the model
 and its head), its per-example losses, and its `Task` subclass; the head
-layers are in `bert_tf/modeling/heads.py`, the feature spec in `bert_tf/data/`.
+layers are in `bert_tf/modeling/heads.py`, the feature spec in the task's
+`data` module.
+
+One direction: the model names its task (`model.task`, made by its
+`make_task()`), and a task knows no model class: its steps are given the
+model (`compute_loss(model, ...)`). The trainer takes a callable that builds
+the model (`Trainer(strategy, lambda: BertClassifier(config, 2), ...)`) and
+reads the task from it, as Keras's `fit` on the model does.
 
 Everything the trainer, the runs and the models' Keras methods read from a
-task is in this contract: `config`, `label_keys`, `build_model`, the loss
+task is in this contract: `config`, `label_keys`, the loss
 (`loss_normalizers`, `compute_loss`, `train_metrics`), evaluation
 (`eval_step`, `eval_batch_loss`, `eval_results`, and
 `eval_results_from_predictions` where a metric needs every prediction) and
@@ -109,10 +116,6 @@ class Task(abc.ABC):
                                     padding.TRAINING_LENGTH_MULTIPLE)
 
     @abc.abstractmethod
-    def build_model(self):
-        """A new `keras.Model` (called under the strategy's scope and dtype policy)."""
-
-    @abc.abstractmethod
     def loss_normalizers(self, features):
         """{name: float32 scalar}: this (micro-)batch's share of the loss's denominators."""
 
@@ -121,7 +124,7 @@ class Task(abc.ABC):
         """This batch's share of the global batch's loss.
 
         Args:
-          model: the model `build_model` made.
+          model: the task model (whose `task` this is).
           features: dict of per-replica (micro-)batch Tensors.
           normalizers: `loss_normalizers` summed over the whole global batch.
           training: bool, dropout on.

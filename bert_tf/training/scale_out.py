@@ -14,7 +14,8 @@ the model options of the config (`configure_model`). The runs
 
   scale_out = ScaleOut(distribution_strategy="mirrored", num_gpus=8, mixed_precision="bf16")
   strategy = scale_out.create_strategy()
-  trainer = Trainer(strategy, task, "/tmp/output", **scale_out.trainer_options())
+  trainer = Trainer(strategy, lambda: BertClassifier(config, 2), "/tmp/output",
+                    **scale_out.trainer_options())
   trainer.train(..., **scale_out.train_options())
 """
 

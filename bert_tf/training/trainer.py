@@ -28,7 +28,7 @@ prediction with a one-line `UserError` naming its file and number.
 
 Example:
   strategy = bert_tf.training.distribute.get_strategy("mirrored", num_gpus=8)
-  trainer = Trainer(strategy, PretrainingTask(config, 128, 20), "/tmp/out")
+  trainer = Trainer(strategy, lambda: BertPretrainer(config), "/tmp/out")
   trainer.train(dataset_fn, train_batch_size=256, num_train_steps=100000,
                 learning_rate=1e-4, num_warmup_steps=10000)
   results = trainer.evaluate(eval_dataset_fn, eval_batch_size=64, max_eval_steps=100)
@@ -136,12 +136,15 @@ def _stopping_at_preemption_notices(train):
 
 
 class Trainer(object):
-    """Trains, evaluates and predicts with one task's model under a `tf.distribute.Strategy`.
+    """Trains, evaluates and predicts with one task model under a `tf.distribute.Strategy`.
 
     Args:
       strategy: a `tf.distribute.Strategy` (`bert_tf.training.distribute.get_strategy`).
-      task: a `bert_tf.tasks.Task` (it builds the model and says what its
-        loss, eval metrics and predictions are).
+      build_model: a callable with no arguments that returns a new task model
+        (`lambda: BertClassifier(config, num_labels=2)`), called under the
+        strategy's scope and dtype policy. The model names its task
+        (`model.task`, a `bert_tf.tasks.Task`), which says what its loss,
+        eval metrics and predictions are.
       output_dir: where checkpoints, summaries and results go.
       mixed_precision: None | "bf16" | "fp16".
       use_xla: bool; compiles each replica's forward and backward pass with XLA.
@@ -159,15 +162,17 @@ class Trainer(object):
         at its full length, as the original. Under XLA and on TPU the rows
         stay whole (fixed shapes).
 
-    The model is built in the constructor (`self.model`).
+    The model is built in the constructor (`self.model`, its task `self.task`).
     """
 
-    def __init__(self, strategy, task, output_dir, mixed_precision=None, use_xla=False,
+    def __init__(self, strategy, build_model, output_dir, mixed_precision=None, use_xla=False,
                  keep_checkpoint_max=output_dir_lib.KEEP_CHECKPOINT_MAX, log_steps=LOG_STEPS,
                  seed=None, trim_padding=True):
         _check_positive(log_steps=log_steps)
+        if not callable(build_model):
+            raise TypeError("Trainer takes a callable that builds the task model (e.g. "
+                            "lambda: BertClassifier(config, num_labels=2)), got %r" % (build_model,))
         self.strategy = strategy
-        self.task = task
         self.output_dir = output_dir
         self.mixed_precision = mixed_precision or None
         self.use_xla = bool(use_xla)
@@ -186,7 +191,11 @@ class Trainer(object):
             raise UserError("--seed must be a non-negative integer, got %r" % (seed,))
         self.seed = None if seed is None else int(seed)
         with dtype_policy(mixed_precision), strategy.scope(), _seeded_python_random(self.seed):
-            self.model = task.build_model()
+            self.model = build_model()
+        self.task = getattr(self.model, "task", None)
+        if self.task is None:
+            raise TypeError("Trainer's build_model must return a task model (a keras.Model "
+                            "with its `task`, e.g. BertClassifier), got %r" % (self.model,))
         self.optimizer = None
         self.global_step = 0
         self._restored_from = None

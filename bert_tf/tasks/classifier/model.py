@@ -65,7 +65,7 @@ class BertClassifier(TaskModel, keras.Model):
       threshold: float, the per-label decision threshold of multi_label (0.5).
       preprocessor: (optional) a `bert_tf.tokenization.preprocessor.BertPreprocessor`;
         the model then also takes raw text (see Call args).
-      doc_stride: (optional, with a preprocessor) int: raw text longer than a
+      doc_stride: (optional) int: with a preprocessor, raw text longer than a
         row's room (the preprocessor's max_seq_length - 2 tokens) is cut into
         run_squad's doc-stride windows (`bert_tf.data.text_windows`), the
         model runs on every window and a text's `logits` (and
@@ -74,7 +74,9 @@ class BertClassifier(TaskModel, keras.Model):
         that mean; run_classifier --doc_stride trains every window). Single
         texts only. Feature dicts are rows as ever; `evaluate` on
         run_classifier's window records (with `document_index`) averages
-        each document's windows too. None: texts are truncated.
+        each document's windows too (the model's task evaluates per
+        document: run_classifier --doc_stride builds its model so, without a
+        preprocessor). None: texts are truncated.
       name: the wrapper's name (stripped from the TF1 names by `bert_tf.modeling.checkpoint`).
 
     Call args:
@@ -150,9 +152,6 @@ class BertClassifier(TaskModel, keras.Model):
             check_preprocessor(preprocessor, config, "BertClassifier")
         self.preprocessor = preprocessor
         if doc_stride is not None:
-            if preprocessor is None:
-                raise UserError("BertClassifier: doc_stride= cuts raw text into windows: pass "
-                                "preprocessor= too")
             doc_stride = text_windows.check_doc_stride(doc_stride, "BertClassifier: doc_stride")
         self.doc_stride = doc_stride
         self.bert = BertModel(config)
@@ -175,7 +174,7 @@ class BertClassifier(TaskModel, keras.Model):
 
     def model_inputs(self, x):
         """Raw text cut into windows, with `doc_stride` (see `TaskModel.model_inputs`)."""
-        if self.doc_stride is None or (isinstance(x, dict) and (
+        if self.doc_stride is None or self.preprocessor is None or (isinstance(x, dict) and (
                 "input_ids" in x or "inputs_embeds" in x)):
             return super().model_inputs(x)
         features = {}
@@ -409,10 +408,6 @@ class ClassifierTask(Task):
         else:
             self.metric_sum_keys = ("correct", "examples")
             self.eval_sum_keys = ("weight", "loss_sum", "correct")
-
-    def build_model(self):
-        return BertClassifier(self.config, self.num_labels, is_regression=self.is_regression,
-                              multi_label=self.multi_label, threshold=self.threshold)
 
     def _example_losses(self, logits, label_ids):
         """(per_example_loss, predictions): class ids, multi-hot, or scores for regression."""

@@ -18,8 +18,9 @@ Model Garden's `export_tfhub`, bert_tf's own `export_saved_model
 The model is `HubClassifier`: the encoder (every trainable variable
 fine-tuned, its dropout on in training) and the original's head on
 `pooled_output` (`output_weights` [num_labels, hidden_size], `output_bias`
-[num_labels], dropout 0.1 in training); `HubClassifierTask` is
-`ClassifierTask` (the same loss, metrics and predictions) building it.
+[num_labels], dropout 0.1 in training), built by `hub_classifier(module,
+num_labels)`; its task, `HubClassifierTask`, is `ClassifierTask` (the same
+loss, metrics and predictions).
 
 Checkpoints: each encoder variable under its own name in the SavedModel
 (without ":0"). A bert_tf-exported encoder's variables carry Google's names
@@ -340,6 +341,8 @@ class HubClassifier(keras.Model):
       training_values: `HubModule.training_values`: the encoder is called
         with `training=` only when it takes it, and with True only when it
         was saved for it (else its own dropout stays off, with a warning).
+      any_length: `HubModule.any_length`: whether the encoder takes rows of
+        any length (its task then cuts each batch after its longest row).
 
     Call args:
       features: dict with int32 `input_ids`, `input_mask`, `segment_ids`
@@ -353,10 +356,11 @@ class HubClassifier(keras.Model):
 
     def __init__(self, encoder, num_labels, hidden_size=None, is_regression=False,
                  vocab_size=None, handle=None, training_values=(False, True),
-                 name="hub_classifier", **kwargs):
+                 any_length=False, name="hub_classifier", **kwargs):
         super().__init__(name=name, **kwargs)
         self.num_labels = int(num_labels)
         self.is_regression = bool(is_regression)
+        self.any_length = bool(any_length)
         self.handle = handle
         self._training_values = frozenset(training_values)
         if True not in self._training_values:
@@ -412,6 +416,16 @@ class HubClassifier(keras.Model):
     def weights(self):
         return self._encoder_variables + super().weights
 
+    @property
+    def task(self):
+        """The model's task: `HubClassifierTask` (the classifier's loss, metrics and predictions)."""
+        task = self.__dict__.get("_task")
+        if task is None:
+            task = HubClassifierTask(self.num_labels, is_regression=self.is_regression,
+                                     any_length=self.any_length)
+            self.__dict__["_task"] = task
+        return task
+
     def call(self, features, training=None):
         inputs = {"input_word_ids": tf.cast(features["input_ids"], tf.int32),
                   "input_mask": tf.cast(features["input_mask"], tf.int32),
@@ -423,34 +437,40 @@ class HubClassifier(keras.Model):
 
 
 class HubClassifierTask(ClassifierTask):
-    """`ClassifierTask` (the original's loss, metrics and predictions) on a `HubClassifier`.
+    """`ClassifierTask` (the original's loss, metrics and predictions) of a `HubClassifier`.
 
     Args:
-      module: a `HubModule` (`inspect_hub_module`); the encoder is loaded
-        by `build_model`, under the trainer's strategy scope.
       num_labels, is_regression: as `ClassifierTask`'s.
+      any_length: whether the encoder takes rows of any length
+        (`HubModule.any_length`): each batch is then cut after its longest
+        row, else every row runs whole.
     """
 
     name = "classifier_with_tfhub"
 
-    def __init__(self, module, num_labels, is_regression=False):
+    def __init__(self, num_labels, is_regression=False, any_length=False):
         # No BertConfig: the records are checked for labels only (the vocab
         # was checked against the word embeddings in `inspect_hub_module`).
         super().__init__(None, num_labels, is_regression=is_regression)
-        self.module = module
+        self.any_length = bool(any_length)
 
     def trim_padding(self, features):
         """Cut after the batch's longest row where the encoder takes any length, else whole."""
-        if not self.module.any_length:
+        if not self.any_length:
             return features
         return super().trim_padding(features)
 
-    def build_model(self):
-        module = self.module
-        encoder = load_encoder(module)
-        vocab_size = None
-        if module.vocab_size is None:
-            vocab_size = len(tokenization.load_vocab(module.vocab_file))
-        return HubClassifier(encoder, self.num_labels, hidden_size=module.hidden_size,
-                             is_regression=self.is_regression, vocab_size=vocab_size,
-                             handle=module.handle, training_values=module.training_values)
+
+def hub_classifier(module, num_labels, is_regression=False):
+    """A new `HubClassifier` on `module`'s encoder (a `HubModule`), loaded here.
+
+    Call it under the strategy's scope: the trainer does
+    (`Trainer(strategy, lambda: hub_classifier(module, 2), output_dir)`).
+    """
+    vocab_size = None
+    if module.vocab_size is None:
+        vocab_size = len(tokenization.load_vocab(module.vocab_file))
+    return HubClassifier(load_encoder(module), num_labels, hidden_size=module.hidden_size,
+                         is_regression=is_regression, vocab_size=vocab_size,
+                         handle=module.handle, training_values=module.training_values,
+                         any_length=module.any_length)

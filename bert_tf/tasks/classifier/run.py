@@ -17,7 +17,7 @@ from bert_tf import tokenization
 from bert_tf.tasks.classifier import data_processors as classifier_processors
 from bert_tf.errors import UserError
 from bert_tf.runs import finetuning
-from bert_tf.tasks.classifier.model import ClassifierTask
+from bert_tf.tasks.classifier.model import BertClassifier
 from bert_tf.tasks.classifier.model import check_threshold
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
@@ -103,10 +103,9 @@ def run_classifier(task_name, data_dir, bert_config_file, vocab_file, output_dir
         if pair is not None:
             raise UserError("--doc_stride cuts single texts into windows, but --task_name=%s has "
                             "text pairs (example %s has a text_b)" % (task_name, pair.guid))
-    task = ClassifierTask(bert_config, num_labels, is_regression=is_regression,
-                          multi_label=multi_label, threshold=multi_label_threshold,
-                          per_document=doc_stride is not None)
     return finetuning.train_evaluate_predict_classifier(
-        task, examples, tokenizer, label_list, output_dir, "run_classifier", max_seq_length,
+        lambda: BertClassifier(bert_config, num_labels, is_regression=is_regression,
+                               multi_label=multi_label, threshold=multi_label_threshold,
+                               doc_stride=doc_stride), examples, tokenizer, label_list, output_dir, "run_classifier", max_seq_length,
         scale_out, schedule=schedule, init_checkpoint=init_checkpoint, dev_eval=dev_eval,
         do_eval=do_eval, doc_stride=doc_stride, run_record=record)

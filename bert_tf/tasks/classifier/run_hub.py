@@ -25,7 +25,7 @@ from bert_tf import tokenization
 from bert_tf.tasks.classifier import data_processors as classifier_processors
 from bert_tf.errors import UserError
 from bert_tf.runs import finetuning
-from bert_tf.tasks.classifier.model_hub import HubClassifierTask
+from bert_tf.tasks.classifier.model_hub import hub_classifier
 from bert_tf.tasks.classifier.model_hub import inspect_hub_module
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
@@ -81,8 +81,7 @@ def run_classifier_with_tfhub(task_name, data_dir, bert_hub_module_handle, outpu
         labels=None if is_regression else label_list, num_labels=num_labels,
         do_lower_case=module.do_lower_case, max_seq_length=max_seq_length,
         data={"data_dir": data_dir})
-    task = HubClassifierTask(module, num_labels, is_regression=is_regression)
     return finetuning.train_evaluate_predict_classifier(
-        task, examples, tokenizer, label_list, output_dir, "run_classifier_with_tfhub",
+        lambda: hub_classifier(module, num_labels, is_regression=is_regression), examples, tokenizer, label_list, output_dir, "run_classifier_with_tfhub",
         max_seq_length, scale_out, schedule=schedule, dev_eval=dev_eval, do_eval=do_eval,
         run_record=record)

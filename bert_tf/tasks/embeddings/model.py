@@ -502,9 +502,6 @@ class EmbeddingsTask(WeightedAccuracyTask):
         self.normalize = bool(normalize)
         self.scale = float(scale)
 
-    def build_model(self):
-        return SentenceEmbedder(self.config, self.pooling, self.normalize, scale=self.scale)
-
     def trim_padding(self, features):
         """The anchors cut after their longest row, the positives after theirs."""
         trimmed = dict(super().trim_padding(features))

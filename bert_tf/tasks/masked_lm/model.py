@@ -66,9 +66,6 @@ class MaskedLMTask(Task):
     eval_sum_keys = ("masked_lm_weight", "masked_lm_loss_sum", "masked_lm_correct")
     default_best_metric = "masked_lm_accuracy"
 
-    def build_model(self):
-        return BertMaskedLM(self.config)
-
     def loss_normalizers(self, features):
         return {"masked_lm_weight": tf.reduce_sum(
             tf.cast(features["masked_lm_weights"], tf.float32))}

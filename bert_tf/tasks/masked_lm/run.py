@@ -27,7 +27,7 @@ from bert_tf.errors import UserError
 from bert_tf.runs import finetuning
 from bert_tf.tasks.masked_lm.data import MaskedLMData
 from bert_tf.tasks.masked_lm.data import check_rule
-from bert_tf.tasks.masked_lm.model import MaskedLMTask
+from bert_tf.tasks.masked_lm.model import BertMaskedLM
 from bert_tf.training import distribute
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.output_dir import write_eval_results
@@ -117,7 +117,7 @@ def run_mlm(vocab_file, bert_config_file, output_dir, input_file=None, init_chec
             output_dir, "run_mlm", enabled=distribute.will_be_chief(scale_out.strategy_name())):
         # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
         strategy = scale_out.create_strategy()
-        trainer = Trainer(strategy, MaskedLMTask(bert_config), output_dir,
+        trainer = Trainer(strategy, lambda: BertMaskedLM(bert_config), output_dir,
                           **scale_out.trainer_options())
         inputs.enabled = trainer.is_chief
         finetuning.begin_run_record(record, output_dir, inputs, trainer.is_chief)

@@ -242,9 +242,6 @@ class MultipleChoiceTask(ClassifierTask):
         # Keras checks label ids against num_labels (None: the data's number of choices).
         self.num_labels = self.num_choices = num_choices
 
-    def build_model(self):
-        return BertMultipleChoice(self.config, num_choices=self.num_choices)
-
     def trim_padding(self, features):
         """Every choice's row cut after the batch's longest choice (flattened records
         [batch_size, num_choices * seq_length] first unflattened)."""

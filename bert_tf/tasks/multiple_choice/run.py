@@ -22,7 +22,7 @@ from bert_tf.tasks.classifier import data as classifier_data
 from bert_tf.tasks.multiple_choice import data as multiple_choice_data
 from bert_tf.errors import UserError
 from bert_tf.runs import finetuning
-from bert_tf.tasks.multiple_choice.model import MultipleChoiceTask
+from bert_tf.tasks.multiple_choice.model import BertMultipleChoice
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
 from bert_tf.training.schedule import Schedule
@@ -79,9 +79,9 @@ def run_multiple_choice(data_dir, bert_config_file, vocab_file, output_dir, init
         multiple_choice_data.MultipleChoiceProcessor(), data_dir, do_train, do_eval, do_predict,
         dev_eval=dev_eval.enabled)
     num_choices = _num_choices(examples, data_dir)
-    task = MultipleChoiceTask(bert_config, num_choices)
     return finetuning.train_evaluate_predict(
-        task, _MultipleChoiceRecords(examples, tokenizer, max_seq_length, task, num_choices),
+        lambda: BertMultipleChoice(bert_config, num_choices=num_choices),
+        _MultipleChoiceRecords(examples, tokenizer, max_seq_length, num_choices),
         output_dir, "run_multiple_choice", scale_out, schedule=schedule,
         init_checkpoint=init_checkpoint, dev_eval=dev_eval, do_eval=do_eval, run_record=record)
 
@@ -89,8 +89,8 @@ def run_multiple_choice(data_dir, bert_config_file, vocab_file, output_dir, init
 class _MultipleChoiceRecords(finetuning.ClassifierRecords):
     """Every choice's classifier features, one after the other (`multiple_choice_data`)."""
 
-    def __init__(self, examples, tokenizer, max_seq_length, task, num_choices):
-        super().__init__(examples, tokenizer, None, max_seq_length, task)
+    def __init__(self, examples, tokenizer, max_seq_length, num_choices):
+        super().__init__(examples, tokenizer, None, max_seq_length)
         self.num_choices = num_choices
 
     def spec(self):

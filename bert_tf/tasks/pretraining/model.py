@@ -544,8 +544,6 @@ class PretrainingTask(Task):
 
     Args:
       config: `BertConfig`.
-      max_seq_length: int, `--max_seq_length` (checked against the records).
-      max_predictions_per_seq: int, `--max_predictions_per_seq`.
     """
 
     name = "pretraining"
@@ -555,14 +553,6 @@ class PretrainingTask(Task):
     eval_sum_keys = ("masked_lm_weight", "masked_lm_loss_sum", "masked_lm_correct",
                      "next_sentence_count", "next_sentence_loss_sum", "next_sentence_correct")
     default_best_metric = "masked_lm_accuracy"
-
-    def __init__(self, config, max_seq_length=None, max_predictions_per_seq=None):
-        super().__init__(config)
-        self.max_seq_length = max_seq_length
-        self.max_predictions_per_seq = max_predictions_per_seq
-
-    def build_model(self):
-        return BertPretrainer(self.config)
 
     # Port note: on one device this is exactly the original's loss. On several
     # replicas the original (TPU, CrossShardOptimizer) averaged per-core losses,

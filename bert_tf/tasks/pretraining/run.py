@@ -23,7 +23,7 @@ from bert_tf.data import input_pipeline
 from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
-from bert_tf.tasks.pretraining.model import PretrainingTask
+from bert_tf.tasks.pretraining.model import BertPretrainer
 from bert_tf.training import distribute
 from bert_tf.training.output_dir import write_eval_results
 from bert_tf.training.scale_out import ScaleOut
@@ -108,8 +108,8 @@ def run_pretraining(bert_config_file, input_file, output_dir, init_checkpoint=No
             output_dir, "run_pretraining", enabled=distribute.is_chief(strategy)):
         tf.io.gfile.makedirs(output_dir)
 
-        task = PretrainingTask(bert_config, max_seq_length, max_predictions_per_seq)
-        trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
+        trainer = Trainer(strategy, lambda: BertPretrainer(bert_config), output_dir,
+                          **scale_out.trainer_options())
         created.enabled = trainer.is_chief
         finetuning.begin_run_record(record, output_dir, created, trainer.is_chief)
 

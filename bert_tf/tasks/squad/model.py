@@ -110,9 +110,6 @@ class SquadTask(Task):
     # from the logits of every position; a cut would change both.
     skips_padding = False
 
-    def build_model(self):
-        return BertSquad(self.config)
-
     def loss_normalizers(self, features):
         return {"examples": num_examples(features)}
 

@@ -28,7 +28,7 @@ from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.modeling.config import BertConfig
 from bert_tf.runs import finetuning
-from bert_tf.tasks.squad.model import SquadTask
+from bert_tf.tasks.squad.model import BertSquad
 from bert_tf.training import distribute
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
@@ -145,13 +145,13 @@ def run_squad(bert_config_file, vocab_file, output_dir, train_file=None, predict
             output_dir, "run_squad", enabled=distribute.will_be_chief(scale_out.strategy_name())):
         # The strategy comes before any TensorFlow op (MultiWorkerMirroredStrategy).
         strategy = scale_out.create_strategy()
-        task = SquadTask(bert_config)
-        trainer = Trainer(strategy, task, output_dir, **scale_out.trainer_options())
+        trainer = Trainer(strategy, lambda: BertSquad(bert_config), output_dir,
+                          **scale_out.trainer_options())
         inputs.enabled = trainer.is_chief
         finetuning.begin_run_record(record, output_dir, inputs, trainer.is_chief)
 
         results = {}
-        limits = finetuning.record_limits(task, max_seq_length)
+        limits = finetuning.record_limits(trainer.task, max_seq_length)
         predict_data = {}
 
         def predict_input():

@@ -361,9 +361,6 @@ class TokenClassificationTask(WeightedAccuracyTask):
     def default_best_metric(self):
         return "f1" if self.labels is not None else "eval_accuracy"
 
-    def build_model(self):
-        return BertTokenClassifier(self.config, self.num_labels, labels=self.labels)
-
     def loss_normalizers(self, features):
         _, mask = labels_and_mask(features)
         return {"words": tf.reduce_sum(mask)}

@@ -23,7 +23,7 @@ from bert_tf.tasks.token_classification import data as ner_data
 from bert_tf.data import text_windows
 from bert_tf.errors import UserError
 from bert_tf.runs import finetuning
-from bert_tf.tasks.token_classification.model import TokenClassificationTask
+from bert_tf.tasks.token_classification.model import BertTokenClassifier
 from bert_tf.training.dev_eval import DevEval
 from bert_tf.training.scale_out import ScaleOut
 from bert_tf.training.schedule import Schedule
@@ -120,9 +120,9 @@ def run_ner(data_dir, bert_config_file, vocab_file, output_dir, init_checkpoint=
     features = {split: ner_data.convert_sentences(split_sentences, label_list, tokenizer,
                                                   max_seq_length, doc_stride)
                 for split, split_sentences in sentences.items()}
-    task = TokenClassificationTask(bert_config, len(label_list), labels=label_list)
     return finetuning.train_evaluate_predict(
-        task, _NerRecords(sentences, features, label_list, max_seq_length, do_train),
+        lambda: BertTokenClassifier(bert_config, len(label_list), labels=label_list),
+        _NerRecords(sentences, features, label_list, max_seq_length, do_train),
         output_dir, "run_ner", scale_out, schedule=schedule, init_checkpoint=init_checkpoint,
         dev_eval=dev_eval, do_eval=do_eval, run_record=record)
 
