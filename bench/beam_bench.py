@@ -67,7 +67,7 @@ FLAGS = flags.FLAGS
 def _run_one(spec):
     """In a fresh process: one bert_tf mode, timed from after the imports."""
     from absl import logging  # pylint: disable=g-import-not-at-top
-    from bert_tf.data import pretraining  # pylint: disable=g-import-not-at-top
+    from bert_tf.tasks.pretraining import data as pretraining  # pylint: disable=g-import-not-at-top
     __import__("tensorflow")  # its import is not generation time
     logging.set_verbosity(logging.WARNING)
     options = dict(max_seq_length=spec["max_seq_length"],
@@ -75,7 +75,7 @@ def _run_one(spec):
                    dupe_factor=spec["dupe_factor"],
                    documents_per_shard=spec["documents_per_shard"])
     if spec["mode"].startswith("beam"):
-        from bert_tf.data.pretraining import beam  # pylint: disable=g-import-not-at-top
+        from bert_tf.tasks.pretraining.data import beam  # pylint: disable=g-import-not-at-top
         import logging as std_logging  # pylint: disable=g-import-not-at-top
         std_logging.getLogger("apache_beam").setLevel(std_logging.WARNING)
         running_mode = "multi_processing" if spec["mode"] == "beam" else "in_memory"

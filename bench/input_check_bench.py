@@ -33,7 +33,7 @@ import tensorflow as tf  # noqa: E402
 
 from bert_tf.modeling.config import BertConfig  # noqa: E402
 from bert_tf.data import input_pipeline  # noqa: E402
-from bert_tf.data.pretraining import records  # noqa: E402
+from bert_tf.tasks.pretraining.data import records  # noqa: E402
 
 SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20

@@ -83,7 +83,7 @@ def write_pretraining_records(directory, vocab_file, seq_length, dupe_factor):
     """create_pretraining_data on the pydoc corpus; returns (files, number of records)."""
     from bert_tf import tokenization
     from bert_tf.data import demo_corpus
-    from bert_tf.data import pretraining
+    from bert_tf.tasks.pretraining import data as pretraining
     corpus = os.path.join(directory, "corpus.txt")
     if not os.path.exists(corpus):
         demo_corpus.write_pydoc_corpus(corpus)

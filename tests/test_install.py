@@ -33,11 +33,11 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIGHT_MODULES = (
     "bert_tf", "bert_tf.errors", "bert_tf.tokenization", "bert_tf.modeling.config", "bert_tf.fileio",
     "bert_tf.item_progress", "bert_tf.locks",
-    "bert_tf.data", "bert_tf.data.pretraining", "bert_tf.data.pretraining.create",
-    "bert_tf.data.pretraining.reading", "bert_tf.data.pretraining.tokens",
-    "bert_tf.data.pretraining.instances", "bert_tf.data.pretraining.records",
-    "bert_tf.data.pretraining.writing", "bert_tf.data.pretraining.workers",
-    "bert_tf.data.pretraining.rng_plan", "bert_tf.data.vocab",
+    "bert_tf.data", "bert_tf.tasks.pretraining.data", "bert_tf.tasks.pretraining.data.create",
+    "bert_tf.data.text_files", "bert_tf.tasks.pretraining.data.tokens",
+    "bert_tf.tasks.pretraining.data.instances", "bert_tf.tasks.pretraining.data.records",
+    "bert_tf.tasks.pretraining.data.writing", "bert_tf.tasks.pretraining.data.workers",
+    "bert_tf.tasks.pretraining.data.rng_plan", "bert_tf.data.vocab",
     "bert_tf.data.demo_corpus", "bert_tf.tasks.classifier.data",
     "bert_tf.tasks.classifier.data_processors",
     "bert_tf.tasks.squad.data", "bert_tf.tasks.squad.data_predictions", "bert_tf.data.squad_windows",
@@ -116,7 +116,7 @@ def test_light_modules_import_neither_tensorflow_nor_keras(tmp_path):
 def test_model_side_modules_refuse_another_keras_backend(tmp_path):
     result = _child_json("""
         import json, sys
-        import bert_tf.tokenization, bert_tf.data.pretraining
+        import bert_tf.tokenization, bert_tf.tasks.pretraining.data
         errors = []
         for attempt in ("import bert_tf.modeling.bert_model", "bert_tf.BertModel"):
             try:
@@ -286,7 +286,7 @@ def test_installed_package_imports_outside_the_clone(installed):
     outside.mkdir(exist_ok=True)
     rc, out, err = _run([python, "-c", textwrap.dedent("""
         import importlib.metadata, json, sys
-        import bert_tf, bert_tf.tokenization, bert_tf.data.pretraining
+        import bert_tf, bert_tf.tokenization, bert_tf.tasks.pretraining.data
         print(json.dumps({
             "file": bert_tf.__file__, "version": bert_tf.__version__,
             "dist_version": importlib.metadata.version("bert_tf"),

@@ -388,8 +388,9 @@ def test_data_modules_that_load_tensorflow_are_the_ones_workspace_names():
                 "tensorflow", "keras", "tensorflow_text", "apache_beam"}:
             heavy.append(path)
     assert heavy == ["bert_tf/data/finite_input.py", "bert_tf/data/input_pipeline.py",
-                     "bert_tf/data/pretraining/beam.py", "bert_tf/data/record_checks.py",
-                     "bert_tf/tasks/masked_lm/data.py", "bert_tf/tasks/masked_lm/data_masking.py"]
+                     "bert_tf/data/record_checks.py", "bert_tf/tasks/masked_lm/data.py",
+                     "bert_tf/tasks/masked_lm/data_masking.py",
+                     "bert_tf/tasks/pretraining/data/beam.py"]
 
 
 def _module_level_bert_tf_imports(path):

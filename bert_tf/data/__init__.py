@@ -5,8 +5,9 @@ Each task's own readers and records are in its folder (`bert_tf/tasks/<task>/dat
   demo_corpus       real English from `pydoc_data.topics`: a pre-training
                     corpus, a sentence-pair task (MRPC's layout).
   vocab             learn a WordPiece vocab.txt (tensorflow-text's learner).
-  pretraining/      the original create_pretraining_data (exact, sharded,
-                    multi-process, on Beam), a module per job.
+  text_files        text files as the original reads them: lines, documents,
+                    shards as byte ranges (create_pretraining_data's, in
+                    `bert_tf/tasks/pretraining/data/`, and the vocab learner's).
   tfrecord          TFRecord files without TensorFlow (tf.io.TFRecordWriter's bytes).
   squad_windows     run_squad's doc-stride windows, in Python and as graph ops (the
                     classifier's and the named-entity windows too).
@@ -16,8 +17,8 @@ Each task's own readers and records are in its folder (`bert_tf/tasks/<task>/dat
                     one inside tf.data, a bad one named in one line.
   finite_input      every eval / predict example exactly once on any number of replicas.
 
-The text modules (all but input_pipeline, record_checks, finite_input and
-pretraining/beam) import neither TensorFlow nor Keras; TensorFlow is loaded
+The text modules (all but input_pipeline, record_checks and finite_input)
+import neither TensorFlow nor Keras; TensorFlow is loaded
 only for `gs://` paths and by the functions that write or parse TFRecords
 with it.
 """

@@ -53,13 +53,13 @@ def count_words(input_files, do_lower_case=True, max_lines=None):
       A `collections.Counter` word -> count.
     """
     from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
-    from bert_tf.data.pretraining import reading  # pylint: disable=g-import-not-at-top
+    from bert_tf.data import text_files  # pylint: disable=g-import-not-at-top
 
     basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
     chunk_counts = collections.Counter()
     lines = 0
     for input_file in input_files:
-        for line in reading.iter_lines(input_file):
+        for line in text_files.iter_lines(input_file):
             line = line.strip()
             if not line:
                 continue
@@ -235,11 +235,11 @@ def build_vocab_from_patterns(input_patterns, output_file, **kwargs):
     Returns:
       The list of tokens written.
     """
-    from bert_tf.data.pretraining import reading  # pylint: disable=g-import-not-at-top
+    from bert_tf.data import text_files  # pylint: disable=g-import-not-at-top
 
     parent = os.path.dirname(os.path.abspath(output_file))
     if not fileio.is_remote(output_file) and not os.path.isdir(parent):
         raise UserError("--vocab_file: directory %s does not exist" % parent)
     fileio.check_writable(output_file, "vocab_file", directory=False)
-    input_files = reading.expand_input_patterns(input_patterns)
+    input_files = text_files.expand_input_patterns(input_patterns)
     return build_vocab(input_files, output_file, **kwargs)

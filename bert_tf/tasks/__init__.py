@@ -17,7 +17,7 @@ SavedModel serves, `run*` the library function its tool calls.
   embeddings/      SentenceEmbedder, EmbeddingsTask, its pairs
   pretraining/     BertPretrainer, BertFillMask, PretrainingTask, run_pretraining,
                    create_pretraining_data's and fill-mask's runs, the fill-mask
-                   serving module (the records' machinery is bert_tf/data/pretraining/)
+                   serving module, create_pretraining_data's modules (its data/ package)
 
 The floor every task shares:
 

@@ -14,7 +14,7 @@ By default (exact mode) the same corpus, vocab, flags and seed give the same
 instances in the same order as the original. `--num_workers=N` (N > 1) or
 `--documents_per_shard=D` switch to sharded mode: shards of D documents each
 get their own seed, run in N processes, and memory stays bounded; the output
-then depends on the seed and D, never on N (see bert_tf/data/pretraining/create.py).
+then depends on the seed and D, never on N (see bert_tf/tasks/pretraining/data/create.py).
 Without --documents_per_shard, D comes from the corpus: 10,000, or a 16th of a
 corpus of fewer than 160,000 documents (at least 64), so that a small corpus
 has shards for the workers too. With fewer shards than workers (a corpus of

@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from bert_tf import tokenization
-from bert_tf.data import pretraining as pd
+from bert_tf.data import text_files
+from bert_tf.tasks.pretraining import data as pd
 from bert_tf.errors import UserError
 from tests.data import pretraining_testlib as lib
 from tests.tools import toolrun
@@ -24,7 +25,7 @@ SMALL = dict(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2)
 @pytest.fixture(scope="module")
 def bp():
     pytest.importorskip("apache_beam")
-    from bert_tf.data.pretraining import beam  # pylint: disable=g-import-not-at-top
+    from bert_tf.tasks.pretraining.data import beam  # pylint: disable=g-import-not-at-top
     return beam
 
 
@@ -96,7 +97,7 @@ def _read_bytes(path):
 
 def test_iter_lines_at_reads_any_range_of_lines(tmp_path, monkeypatch):
     """Any [start, end) between line starts reads exactly those lines of `iter_lines`."""
-    monkeypatch.setattr(pd.reading, "_READ_BLOCK_BYTES", 5)  # lines cross read blocks
+    monkeypatch.setattr(text_files, "_READ_BLOCK_BYTES", 5)  # lines cross read blocks
     cases = {
         "crlf": b"one\r\ntwo lines\r\n\r\nthree\r\n",
         "lone_cr": b"a\rb\nc\n\r\nlast",
@@ -108,15 +109,15 @@ def test_iter_lines_at_reads_any_range_of_lines(tmp_path, monkeypatch):
         path = str(tmp_path / name)
         with open(path, "wb") as f:
             f.write(data)
-        whole = list(pd.reading.iter_lines_at(path))
-        assert [line for _, line in whole] == list(pd.reading.iter_lines(path)), name
+        whole = list(text_files.iter_lines_at(path))
+        assert [line for _, line in whole] == list(text_files.iter_lines(path)), name
         starts = [offset for offset, _ in whole] + [None]
         for (offset, line), stop in zip(whole, starts[1:]):
             raw = data[offset:stop]
             assert raw.replace(b"\r", b"").decode("utf-8", "ignore") == line, name
         for i in range(len(starts)):
             for j in range(i + 1, len(starts)):
-                got = list(pd.reading.iter_lines_at(path, None, starts[i], starts[j]))
+                got = list(text_files.iter_lines_at(path, None, starts[i], starts[j]))
                 assert got == whole[i:j], (name, starts[i], starts[j])
 
 
@@ -124,10 +125,10 @@ def test_iter_lines_at_reads_any_range_of_lines(tmp_path, monkeypatch):
 def test_planned_shards_hold_the_sharded_modes_documents(corpus, documents_per_shard):
     files = corpus["files"]
     expected = list(pd.workers._iter_shards(files, documents_per_shard, None))
-    planned = list(pd.reading.plan_shards(files, documents_per_shard))
+    planned = list(text_files.plan_shards(files, documents_per_shard))
     assert [k for k, _ in planned] == [k for k, _ in expected]
     for (k, segments), (_, documents) in zip(planned, expected):
-        assert pd.reading.read_shard_documents(segments) == documents, k
+        assert text_files.read_shard_documents(segments) == documents, k
     if documents_per_shard == 40:
         # The b_*.txt glob: b_1.txt's last document continues in b_2.txt.
         crossing = [s for _, s in planned if len(s) > 1]
@@ -135,28 +136,28 @@ def test_planned_shards_hold_the_sharded_modes_documents(corpus, documents_per_s
 
 
 def test_planned_shards_across_many_files(many_files):
-    planned = list(pd.reading.plan_shards(many_files, 9))
+    planned = list(text_files.plan_shards(many_files, 9))
     expected = list(pd.workers._iter_shards(many_files, 9, None))
     assert len(planned) == len(expected) > 10
     assert sum(len(s) > 1 for _, s in planned) > 5
     for (_, segments), (_, documents) in zip(planned, expected):
-        assert pd.reading.read_shard_documents(segments) == documents
+        assert text_files.read_shard_documents(segments) == documents
 
 
 def test_planning_counts_bad_utf8_and_rejects_an_empty_file(tmp_path):
     bad = str(tmp_path / "bad.txt")
     with open(bad, "wb") as f:
         f.write(b"good line\n\nbad \xff line\nand \xc3\n")
-    stats, reference = pd.reading.DecodeStats(), pd.reading.DecodeStats()
-    list(pd.reading.plan_shards([bad], 1, stats))
-    list(pd.reading.iter_raw_documents([bad], reference))
+    stats, reference = text_files.DecodeStats(), text_files.DecodeStats()
+    list(text_files.plan_shards([bad], 1, stats))
+    list(text_files.iter_raw_documents([bad], reference))
     assert (stats.bad_lines, stats.first_bad) == (reference.bad_lines, reference.first_bad) \
         == (2, (bad, 3))
     empty = str(tmp_path / "empty.txt")
     with open(empty, "w") as f:
         f.write("\n \t\n")
     with pytest.raises(UserError, match="empty.txt has no text"):
-        list(pd.reading.plan_shards([bad, empty], 1))
+        list(text_files.plan_shards([bad, empty], 1))
 
 
 def test_output_file_names():

@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from bert_tf import tokenization
-from bert_tf.data import pretraining as pd
+from bert_tf.data import text_files
+from bert_tf.tasks.pretraining import data as pd
 from bert_tf.data import vocab
 from bert_tf.errors import UserError
 from tests.data import pretraining_testlib as lib
@@ -27,7 +28,7 @@ def corpus(tmp_path_factory):
 
 
 def _lines(paths):
-    return [line.strip() for p in paths for line in pd.reading.iter_lines(p) if line.strip()]
+    return [line.strip() for p in paths for line in text_files.iter_lines(p) if line.strip()]
 
 
 def test_vocab_layout_and_no_unknown_words(corpus, tmp_path):

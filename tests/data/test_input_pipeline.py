@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data import input_pipeline as ip
-from bert_tf.data import pretraining as pd
+from bert_tf.tasks.pretraining import data as pd
 from bert_tf.errors import UserError
 from tests.data import pretraining_testlib as lib
 

@@ -1,4 +1,4 @@
-"""bert_tf.data.pretraining against the original create_pretraining_data.py.
+"""bert_tf.tasks.pretraining.data against the original create_pretraining_data.py.
 
 The original (pip bert-tensorflow 1.0.4, and a re-statement of GitHub HEAD's
 whole-word masking) runs in one oracle process for all configurations; our
@@ -15,7 +15,8 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import tokenization
-from bert_tf.data import pretraining as pd
+from bert_tf.data import text_files
+from bert_tf.tasks.pretraining import data as pd
 from bert_tf.errors import UserError
 from tests.data import pretraining_testlib as lib
 
@@ -308,7 +309,7 @@ def test_cached_tokenizer_equals_tokenizer(corpus):
     cased = tokenization.FullTokenizer(corpus["vocab"], do_lower_case=False)
     lines = []
     for name in ("a", "topics", "edge"):
-        lines.extend(pd.reading.iter_lines(corpus[name]))
+        lines.extend(text_files.iter_lines(corpus[name]))
     lines += ["  leading and trailing  ", "tab\tseparated\x1cfile\x1dsep", "ΣΑΣ ΟΔΟΣ σ",
               "x\u3000y\u2003z", "\u535a\u63a8zz", "a" * 250 + " b", "", " ", "İstanbul ǅ ß",
               "e\u0301t\u00e9 \u00e9t\u00e9", "don't e-mail 3.14 $5", "x\x00y\ufffdz"]
@@ -334,7 +335,7 @@ def test_iter_lines_matches_tf_gfile(tmp_path):
                 if not line:
                     break
                 expected.append(line)
-        assert list(pd.reading.iter_lines(path)) == expected, data
+        assert list(text_files.iter_lines(path)) == expected, data
 
 
 def test_whole_word_masking_masks_whole_words(corpus, workdir):
@@ -412,7 +413,7 @@ def test_num_workers_alone_shards_a_small_corpus_by_its_size(corpus, workdir):
     out = os.path.join(workdir, "default_shards")
     os.makedirs(out, exist_ok=True)
     files = pd.expand_input_patterns(corpus["all"].split(","))
-    documents = sum(1 for _ in pd.reading.iter_raw_documents(files))
+    documents = sum(1 for _ in text_files.iter_raw_documents(files))
     default = pd.default_documents_per_shard(files)
     assert 4 * 64 > documents > 64 and default == 64  # a small corpus: shards of 64
     records = {}
@@ -445,14 +446,14 @@ def test_count_documents_sees_the_documents_sharded_mode_reads(tmp_path, monkeyp
             path = tmp_path / ("t%d_%d.txt" % (trial, k))
             path.write_bytes(b"".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 40))))
             files.append(str(path))
-        monkeypatch.setattr(pd.reading, "_READ_BLOCK_BYTES", rnd.choice([1, 2, 5, 1 << 16]))
+        monkeypatch.setattr(text_files, "_READ_BLOCK_BYTES", rnd.choice([1, 2, 5, 1 << 16]))
         try:
-            expected = sum(1 for _ in pd.reading.iter_raw_documents(files))
+            expected = sum(1 for _ in text_files.iter_raw_documents(files))
         except UserError:  # a file of blank lines only: the reading pass says so
             continue
-        assert pd.reading.count_documents(files) == expected, [open(f, "rb").read() for f in files]
+        assert text_files.count_documents(files) == expected, [open(f, "rb").read() for f in files]
         limit = rnd.randint(1, 4)
-        assert pd.reading.count_documents(files, limit) == min(limit, expected)
+        assert text_files.count_documents(files, limit) == min(limit, expected)
         checked += expected > 1
     assert checked > 100
 
@@ -466,7 +467,7 @@ def test_default_shard_size_is_a_16th_of_a_small_corpus(tmp_path, monkeypatch):
     assert pd.default_documents_per_shard(corpus(1030)) == 65   # ceil(1030 / 16)
     assert pd.default_documents_per_shard(corpus(3000)) == 188
     # At 16 shards of DEFAULT_DOCUMENTS_PER_SHARD the count stops: that size.
-    monkeypatch.setattr(pd.reading, "DEFAULT_DOCUMENTS_PER_SHARD", 100)
+    monkeypatch.setattr(text_files, "DEFAULT_DOCUMENTS_PER_SHARD", 100)
     assert pd.default_documents_per_shard(corpus(1500)) == 94
     assert pd.default_documents_per_shard(corpus(3000)) == 100
     assert pd.default_documents_per_shard(corpus(3000) + ["/no/such/file"]) == 100

@@ -7,8 +7,9 @@ import re
 import pytest
 
 from bert_tf import tokenization
-from bert_tf.data import pretraining as pd
-from bert_tf.data.pretraining import rng_plan
+from bert_tf.data import text_files
+from bert_tf.tasks.pretraining import data as pd
+from bert_tf.tasks.pretraining.data import rng_plan
 from bert_tf.data import tfrecord
 from tests.data import pretraining_testlib as lib
 
@@ -40,7 +41,7 @@ def corpus(tmp_path_factory):
 
 
 def _raw_documents(corpus):
-    return list(pd.reading.iter_raw_documents(corpus["files"]))
+    return list(text_files.iter_raw_documents(corpus["files"]))
 
 
 def _check_plan(corpus, vocab_file, config):

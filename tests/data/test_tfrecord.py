@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data import pretraining as pd
+from bert_tf.tasks.pretraining import data as pd
 from bert_tf.data import tfrecord
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -150,7 +150,7 @@ def test_local_run_does_not_import_tensorflow(tmp_path):
     script = (
         "import sys\n"
         "from bert_tf import tokenization\n"
-        "from bert_tf.data import pretraining as pd\n"
+        "from bert_tf.tasks.pretraining import data as pd\n"
         "tok = tokenization.FullTokenizer(%r)\n"
         "for workers, per_shard in ((1, 0), (2, 1)):\n"
         "    files = pd.expand_input_patterns([%r])\n"

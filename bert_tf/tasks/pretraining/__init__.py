@@ -8,5 +8,6 @@
   serving           the fill-mask SavedModel's module
 
 The records' machinery (the original create_pretraining_data, exact, sharded, on
-Beam) is `bert_tf.data.pretraining`, which the vocab learner shares.
+Beam) is its package `bert_tf.tasks.pretraining.data`; the reading of text
+files, which the vocab learner shares, is `bert_tf.data.text_files`.
 """

@@ -2,8 +2,8 @@
 
 The library half of `tools/create_pretraining_data.py`: the checks of its
 flag values, the output file names, the input patterns, the tokenizer, and
-then `bert_tf.data.pretraining.create_pretraining_data` (exact or sharded
-mode) or, with a Beam runner, `bert_tf.data.pretraining.beam`. Imports
+then `bert_tf.tasks.pretraining.data.create_pretraining_data` (exact or sharded
+mode) or, with a Beam runner, `bert_tf.tasks.pretraining.data.beam`. Imports
 neither TensorFlow nor Apache Beam until a "://" path or a runner needs it.
 """
 
@@ -13,9 +13,9 @@ from bert_tf import fileio
 from bert_tf import locks
 from bert_tf import releases
 from bert_tf import tokenization
-from bert_tf.data.pretraining import checks
-from bert_tf.data.pretraining import create
-from bert_tf.data.pretraining import reading
+from bert_tf.tasks.pretraining.data import checks
+from bert_tf.tasks.pretraining.data import create
+from bert_tf.data import text_files
 from bert_tf.errors import UserError
 
 
@@ -37,7 +37,7 @@ def create_pretraining_data(input_file, output_file, vocab_file, do_lower_case=T
         random_seed, dupe_factor, masked_lm_prob, short_seq_prob: the
         original flags.
       num_workers, documents_per_shard: see
-        `bert_tf.data.pretraining.create_pretraining_data`.
+        `bert_tf.tasks.pretraining.data.create_pretraining_data`.
       num_output_files: int; N > 0 = the N files `<output_file>-0000k-of-0000N`.
       runner: str or None; a Beam runner (DirectRunner, DataflowRunner, ...)
         runs sharded mode on Apache Beam.
@@ -70,7 +70,7 @@ def create_pretraining_data(input_file, output_file, vocab_file, do_lower_case=T
             fileio.check_writable(name, "output_file", directory=False)
     # A release's name (uncased_L-12_H-768_A-12) is its vocab.txt in the cache.
     vocab_file = releases.resolve_file(vocab_file, "vocab_file")
-    input_files = reading.expand_input_patterns(input_file.split(","))
+    input_files = text_files.expand_input_patterns(input_file.split(","))
     # One run per output: a second one on the same files refuses while this
     # one lives (the lock is `<first output file>.lock`; runs writing other
     # files of one directory, shard by shard, do not wait for each other).
@@ -98,7 +98,7 @@ def create_pretraining_data(input_file, output_file, vocab_file, do_lower_case=T
 
 def _run_on_beam(input_files, output_files, vocab_file, runner, **kwargs):
     try:
-        from bert_tf.data.pretraining import beam  # pylint: disable=g-import-not-at-top
+        from bert_tf.tasks.pretraining.data import beam  # pylint: disable=g-import-not-at-top
     except ImportError as e:
         if not (e.name or "").startswith("apache_beam"):
             raise

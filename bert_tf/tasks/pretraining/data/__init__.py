@@ -9,9 +9,10 @@ One module per job, each readable beside the original function it ports:
              `main`), and exact mode.
   checks     what both drivers check first: the original's flags, the input
              and output files, the output names.
-  reading    input files as the original reads them (`tf.gfile` lines, one
-             stream, blank lines between documents), `--input_file`'s globs,
-             and sharded mode's shards as byte ranges.
+  (`bert_tf.data.text_files`, which the vocab learner shares: input files
+  as the original reads them, `tf.gfile` lines, one stream, blank lines
+  between documents, `--input_file`'s globs, and sharded mode's shards as
+  byte ranges.)
   tokens     documents as token ids, tokenized with a per-chunk cache
              (`create_training_instances`' reading loop), and `VocabInfo`.
   instances  the algorithm on token ids, with the original's random draws:
@@ -30,8 +31,8 @@ One module per job, each readable beside the original function it ports:
 No module here imports TensorFlow (but for a "://" path) except `beam`.
 """
 
-from bert_tf.data.pretraining.checks import output_file_names
-from bert_tf.data.pretraining.checks import validate_options
-from bert_tf.data.pretraining.create import create_pretraining_data
-from bert_tf.data.pretraining.reading import default_documents_per_shard
-from bert_tf.data.pretraining.reading import expand_input_patterns
+from bert_tf.tasks.pretraining.data.checks import output_file_names
+from bert_tf.tasks.pretraining.data.checks import validate_options
+from bert_tf.tasks.pretraining.data.create import create_pretraining_data
+from bert_tf.data.text_files import default_documents_per_shard
+from bert_tf.data.text_files import expand_input_patterns

@@ -5,7 +5,9 @@ P = pip bert-tensorflow 1.0.4) and `main`'s glob loop (P:415-417): one
 sentence per line, a blank line between documents, all input files one
 stream. Besides, sharded mode's shards as byte ranges of the input
 (`plan_shards`, `read_shard_documents`) and its default shard size
-(`default_documents_per_shard`). Tokenization is in `tokens.py`.
+(`default_documents_per_shard`). create_pretraining_data
+(`bert_tf.tasks.pretraining.data`, whose `tokens.py` tokenizes these lines)
+and the vocab learner (`bert_tf.data.vocab`) read their input through it.
 """
 
 from absl import logging

@@ -19,7 +19,7 @@ from absl import logging
 from bert_tf import fileio
 from bert_tf import logs
 from bert_tf.data import tfrecord
-from bert_tf.data.pretraining import records
+from bert_tf.tasks.pretraining.data import records
 
 NUM_LOGGED_EXAMPLES = 20
 _PROGRESS_SECONDS = 10.0

@@ -6,7 +6,7 @@ kept as token ids (`CachedTokenizer`), and what instance creation needs from
 the vocabulary (`VocabInfo`).
 """
 
-from bert_tf.data.pretraining import reading
+from bert_tf.data import text_files
 from bert_tf.errors import UserError
 
 
@@ -106,7 +106,7 @@ def read_documents(input_files, cached_tokenizer, decode_stats=None, progress=No
     Args:
       input_files: list of str file names, read in order as one stream.
       cached_tokenizer: a `CachedTokenizer`.
-      decode_stats: optional `reading.DecodeStats`.
+      decode_stats: optional `text_files.DecodeStats`.
       progress: optional callable(bytes_read) for progress logging.
 
     Returns:
@@ -121,7 +121,7 @@ def read_documents(input_files, cached_tokenizer, decode_stats=None, progress=No
     bytes_read = 0  # characters, for progress logging only
     for input_file in input_files:
         lines_with_tokens = 0
-        for line in reading.iter_lines(input_file, decode_stats):
+        for line in text_files.iter_lines(input_file, decode_stats):
             bytes_read += len(line)
             line = line.strip()
             if not line:

@@ -19,10 +19,10 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf.data import tfrecord
-from bert_tf.data.pretraining import instances
-from bert_tf.data.pretraining import reading
-from bert_tf.data.pretraining import tokens
-from bert_tf.data.pretraining import writing
+from bert_tf.tasks.pretraining.data import instances
+from bert_tf.data import text_files
+from bert_tf.tasks.pretraining.data import tokens
+from bert_tf.tasks.pretraining.data import writing
 from bert_tf.errors import UserError
 
 
@@ -108,7 +108,7 @@ def generate_shard(shard_index, raw_documents, cached_tokenizer, vocab_info, opt
     Args:
       shard_index: int, k.
       raw_documents: the shard's documents, lists of stripped non-empty lines
-        (from `reading.iter_raw_documents` or `reading.read_shard_documents`).
+        (from `text_files.iter_raw_documents` or `text_files.read_shard_documents`).
       cached_tokenizer: a `tokens.CachedTokenizer`.
       vocab_info: a `tokens.VocabInfo`.
       options: dict of the original flags (`max_seq_length`,
@@ -146,7 +146,7 @@ def generate_shard_split(shard_index, raw_documents, cached_tokenizer, vocab_inf
       (number of documents with tokens, framed records in output order (bytes),
       array of their framed lengths).
     """
-    from bert_tf.data.pretraining import rng_plan  # pylint: disable=g-import-not-at-top
+    from bert_tf.tasks.pretraining.data import rng_plan  # pylint: disable=g-import-not-at-top
     import multiprocessing  # pylint: disable=g-import-not-at-top
     o = options
     documents = tokens.tokenize_documents(raw_documents, cached_tokenizer)
@@ -237,7 +237,7 @@ def _can_split_shards(o):
 def _iter_shards(input_files, documents_per_shard, decode_stats):
     shard = []
     shard_index = 0
-    for raw in reading.iter_raw_documents(input_files, decode_stats):
+    for raw in text_files.iter_raw_documents(input_files, decode_stats):
         shard.append(raw)
         if len(shard) == documents_per_shard:
             yield shard_index, shard
@@ -249,7 +249,7 @@ def _iter_shards(input_files, documents_per_shard, decode_stats):
 
 def run_sharded(input_files, output_files, tokenizer, vocab_file, vocab_info, o,
                 num_workers, documents_per_shard):
-    decode_stats = reading.DecodeStats()
+    decode_stats = text_files.DecodeStats()
     logging.info("Sharded mode: %d documents per shard, %d worker process(es); "
                  "shard k uses seed shard_seed(%d, k)", documents_per_shard, num_workers,
                  o["random_seed"])
@@ -286,7 +286,7 @@ def run_sharded(input_files, output_files, tokenizer, vocab_file, vocab_info, o,
             num_documents += shard_documents
             num_shards += 1
             progress.update(writer.total_written, ", %d shards" % num_shards)
-        reading.warn_decode(decode_stats)
+        text_files.warn_decode(decode_stats)
         if not num_documents:
             raise UserError("--input_file: no documents (every line tokenizes to nothing)")
         writer.close()

@@ -16,7 +16,7 @@ import random
 
 from absl import logging
 
-from bert_tf.data.pretraining import records
+from bert_tf.tasks.pretraining.data import records
 
 
 # --------------------------------------------------------------------------
