@@ -9,8 +9,9 @@ select Keras' TensorFlow backend when they load (`bert_tf._backend`).
 TensorFlow's start-up lines are filtered while it starts (`bert_tf.tf_stderr`).
 """
 
-import importlib as _importlib
 import os as _os
+
+from bert_tf import _lazy
 
 __version__ = "0.2.0"
 
@@ -46,16 +47,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    module_name, attribute = _LAZY[name]
-    value = _importlib.import_module(module_name)
-    if attribute is not None:
-        value = getattr(value, attribute)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy.names(__name__, _LAZY)

@@ -32,7 +32,7 @@ The floor every task shares:
 The `Task` classes are here by name, loaded when first used.
 """
 
-import importlib as _importlib
+from bert_tf import _lazy
 
 _LAZY = {
     "Task": "bert_tf.tasks.base",
@@ -46,14 +46,4 @@ _LAZY = {
 
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    value = getattr(_importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy.names(__name__, _LAZY)

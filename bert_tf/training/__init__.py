@@ -28,7 +28,7 @@ The names below load on first use (PEP 562): importing an option group
 `bert_tf.training.preemption` loads neither TensorFlow nor Keras.
 """
 
-import importlib as _importlib
+from bert_tf import _lazy
 
 # Public name -> its module.
 _LAZY = {
@@ -50,14 +50,4 @@ _LAZY = {
 
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    value = getattr(_importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy.names(__name__, _LAZY)
