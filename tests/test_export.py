@@ -42,6 +42,7 @@ import tensorflow as tf
 
 from bert_tf import BertConfig
 from bert_tf.modeling import checkpoint
+from bert_tf.export import kinds
 from bert_tf.export import saved_model as export
 from bert_tf import tokenization
 from bert_tf.tasks.classifier.model import BertClassifier
@@ -616,8 +617,8 @@ def test_regression_returns_score(setup):
     with precision.inference_policy():
         model = BertClassifier(files["config"], 1)
     tokenizer = export.GraphTokenizer(files["vocab"], True)
-    module = export.ClassifierServingModule(model, tokenizer, [None], True, SEQ_LENGTH,
-                                            files["vocab"])
+    module = kinds.ClassifierServingModule(model, tokenizer, [None], True, SEQ_LENGTH,
+                                           files["vocab"])
     features = _full_features(files, [("a b", None), ("c", "d")])
     out = module.serve_features(**features)
     assert sorted(out) == ["score"] and out["score"].shape == (2,)

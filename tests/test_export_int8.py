@@ -42,6 +42,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.errors import UserError
+from bert_tf.export import kinds
 from bert_tf.export import quantize
 from bert_tf.export import saved_model as export
 from bert_tf.modeling import checkpoint
@@ -422,7 +423,7 @@ def test_regression_and_multi_label_heads(trained, tmp_path):
                              threshold=0.5)
         int8 = quantize.Int8Model(str(tmp_path / name))
         outputs = int8.predict_features(**features)
-        served = export.ClassifierServingModule(
+        served = kinds.ClassifierServingModule(
             model, GraphTokenizer(trained["vocab"], True), labels, is_regression, SEQ_LENGTH,
             trained["vocab"], multi_label=multi_label).serve_features(
                 **{k: tf.constant(v) for k, v in features.items()})

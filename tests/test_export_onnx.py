@@ -43,6 +43,7 @@ from bert_tf.tasks.classifier import data_processors as classifier_processors
 from bert_tf.errors import UserError
 from bert_tf.export import onnx as onnx_export
 from bert_tf.export import saved_model as export
+from bert_tf.export import kinds
 from tests.test_export import EXTRA_TEXTS
 from tests.test_export import SEQ_LENGTH
 from tests.test_export import _full_features
@@ -305,7 +306,7 @@ def test_refusals_are_one_line_and_write_nothing(files, tmp_path, monkeypatch):
             "--init_checkpoint=" + files["finetuned"], "--export_dir=%s" % export_dir,
             "--format=onnx", "--quantize=int8"])])["int8"] == message
         assert not export_dir.exists()
-        onnx_export.check_request("classifier", "MRPC")  # float32 needs no onnxruntime
+        onnx_export.check_request()  # float32 needs no onnxruntime
     monkeypatch.setitem(sys.modules, "tf2onnx", None)  # as if it were not installed
     message = refused()
     assert message.startswith("--format=onnx needs tf2onnx and onnx")
@@ -412,8 +413,8 @@ def test_multiple_choice(files):
 def test_a_free_sequence_axis_stays_free(files, tmp_path):
     """A serve_features of [batch, any length] converts into a model that takes any length."""
     model = export.load_model(export.ENCODER, files["config"], files["init_prefix"])
-    module = export.EncoderServingModule(model, export.GraphTokenizer(files["vocab"], True),
-                                         SEQ_LENGTH, files["vocab"])
+    module = kinds.EncoderServingModule(model, export.GraphTokenizer(files["vocab"], True),
+                                        SEQ_LENGTH, files["vocab"])
 
     def serve_features(input_ids, input_mask, segment_ids):
         return module.outputs({"input_ids": input_ids, "input_mask": input_mask,

@@ -2,10 +2,12 @@
 
   saved_model  export_saved_model: the entry point (tools/export_saved_model.py):
                the task, the checkpoint checked against the config, the model
-               rebuilt in float32 (or bf16 / fp16) for inference; `EXPORTS`, one
-               `ExportKind` per kind (its model, head, flags and serving module);
-               the classifier and encoder serving modules and their signatures;
+               rebuilt in float32 (or bf16 / fp16) for inference;
                export_dir/<version>/ written atomically.
+  kinds        `EXPORTS`, one `ExportKind` per kind (its model, head, flags,
+               serving module, whether ONNX converts it, how its int8 model is
+               made), read with no branch per kind; the classifier, encoder,
+               embeddings and multiple-choice serving modules and their signatures.
   serving_module
                ModelServingModule, what each served model's tf.Module starts
                with (the variables, the tokenizer, the settings as variables).

@@ -57,9 +57,10 @@ them. bert_tf_onnx.json (and the metadata) then say `"quantize": "int8"`
 and how (`"quantization"`); it is null for float32. `session.run` is the
 same as for float32.
 
-Tasks without a features signature (squad, fill_mask, ner: their graphs
-tokenize and decode text inside) are refused. tf2onnx and onnx (and for
-int8 onnxruntime) are imported only here, when an ONNX export runs
+Kinds without a features signature (`ExportKind.serve_features` false in
+`bert_tf.export.kinds`: squad, fill_mask, ner, whose graphs tokenize and
+decode text inside) are refused by `export_saved_model`. tf2onnx and onnx
+(and for int8 onnxruntime) are imported only here, when an ONNX export runs
 (`pip install bert_tf[onnx]`).
 """
 
@@ -77,8 +78,6 @@ MODEL_FILE = "model.onnx"
 VOCAB_FILE = "vocab.txt"
 LABELS_FILE = "labels.txt"
 METADATA_FILE = "bert_tf_onnx.json"
-# The kinds of `export.saved_model.task_spec` whose exports have `serve_features`.
-FEATURE_KINDS = ("classifier", "encoder", "embeddings", "multiple_choice")
 FEATURES = ("input_ids", "input_mask", "segment_ids")
 # The free axes of the inputs, by rank; the free axes of an output are named
 # after the inputs' in order (batch first, then choices, then sequence).
@@ -102,19 +101,17 @@ INT8_SETTINGS = {"per_channel": True, "reduce_range": False, "weight_type": "QIn
                  "op_types_to_quantize": ["MatMul"]}
 
 
-def check_request(kind, task_name, doc_stride=None, mixed_precision=None, quantize=None):
+def check_request(doc_stride=None, mixed_precision=None, quantize=None):
     """Refuses what an ONNX export cannot hold, and a missing converter, in one line each.
 
+    The caller has refused a kind without a features signature
+    (`export_saved_model`: `ExportKind.serve_features`).
+
     Raises:
-      UserError: a task without a features signature, --doc_stride (the text
-        signatures' windows), --mixed_precision, tf2onnx / onnx not installed,
-        or with quantize="int8" onnxruntime not installed.
+      UserError: --doc_stride (the text signatures' windows), --mixed_precision,
+        tf2onnx / onnx not installed, or with quantize="int8" onnxruntime not
+        installed.
     """
-    if kind not in FEATURE_KINDS:
-        raise UserError(
-            "--format=onnx converts the features signature (ids in), which --task_name=%s "
-            "has not: use a classifier task, encoder, embeddings or multiple_choice, or "
-            "--format=saved_model" % task_name)
     if doc_stride is not None:
         raise UserError("--doc_stride windows long texts in the text signatures: --format=onnx "
                         "takes features (cut long texts into windows before feeding them)")
@@ -282,8 +279,8 @@ def convert_saved_model(saved_model_dir, output_dir, task_name, phases=None, qua
     """Writes `output_dir/` model.onnx, vocab.txt, bert_tf_onnx.json (+ labels.txt).
 
     Args:
-      saved_model_dir: a SavedModel of `export_saved_model` (a task of
-        FEATURE_KINDS: it has the `serve_features` signature).
+      saved_model_dir: a SavedModel of `export_saved_model` (a kind whose
+        `ExportKind.serve_features` is true: it has the `serve_features` signature).
       output_dir: the directory to write (created).
       task_name: the task, for the metadata and errors.
       phases: an `item_progress.PhaseLog`, or None.

@@ -57,16 +57,12 @@ import tensorflow as tf
 
 from bert_tf import tokenization
 from bert_tf.errors import UserError
+from bert_tf.export import kinds
 from bert_tf.export import onnx as onnx_export
-from bert_tf.export import serving_module
 from bert_tf.modeling import padding
 from bert_tf.modeling import precision
-from bert_tf.tasks.classifier import model as classifier
-from bert_tf.tasks.embeddings import model as embeddings
 
 QUANTIZE = ("int8",)
-# The tasks an int8 export serves (export_saved_model's kinds).
-TASKS = ("classifier", "encoder", "embeddings")
 MODEL_FILE = "model.tflite"
 CONFIG_FILE = "export_config.json"
 VOCAB_FILE = "vocab.txt"
@@ -85,8 +81,9 @@ def check_quantize(quantize, kind=None, task_name=None, format="saved_model",  #
     Raises:
       UserError: an unknown --quantize; --quantize with --format=tfhub,
         --mixed_precision or --doc_stride (the windows need the tokenizer in
-        the graph); a task other than a classifier, encoder or embeddings
-        (with --format=onnx, also multiple_choice).
+        the graph); a kind without an int8 export (`ExportKind.int8`: a
+        classifier, encoder or embeddings), or with --format=onnx one without
+        `serve_features` (those and multiple_choice).
     """
     if not quantize:
         return
@@ -100,14 +97,12 @@ def check_quantize(quantize, kind=None, task_name=None, format="saved_model",  #
     if precision.MIXED_PRECISION.get(mixed_precision, mixed_precision):  # "fp32": float32
         raise UserError("--quantize=%s and --mixed_precision=%s exclude each other (the "
                         "int8 model computes in int8 and float32)" % (quantize, mixed_precision))
-    if format == onnx_export.FORMAT:
-        if kind is not None and kind not in onnx_export.FEATURE_KINDS:
-            raise UserError("--format=onnx --quantize=%s exports a classifier, encoder, "
-                            "embeddings or multiple_choice: not --task_name=%s"
-                            % (quantize, task_name))
-    elif kind is not None and kind not in TASKS:
-        raise UserError("--quantize=%s exports a classifier, encoder or embeddings: not "
-                        "--task_name=%s" % (quantize, task_name))
+    # The kinds it makes: ONNX Runtime's int8 converts serve_features, the LiteRT one its own.
+    onnx = format == onnx_export.FORMAT
+    takers = kinds.kinds_with("serve_features" if onnx else "int8")
+    if kind is not None and kind not in takers:
+        raise UserError("%s--quantize=%s exports %s: not --task_name=%s" % (
+            "--format=onnx " if onnx else "", quantize, kinds.listed(takers), task_name))
     if doc_stride is not None:
         raise UserError("--quantize=%s serves features (ids in): --doc_stride is for the "
                         "SavedModel's text signatures" % quantize)
@@ -116,20 +111,6 @@ def check_quantize(quantize, kind=None, task_name=None, format="saved_model",  #
 # ---------------------------------------------------------------------------
 # The model on features, converted
 # ---------------------------------------------------------------------------
-
-
-def feature_outputs(kind, model, features, is_regression=False, multi_label=False,
-                    threshold=0.5, pooling="mean", normalize=False):
-    """The numeric outputs of the SavedModel's serve_features (no strings) on a features dict."""
-    if kind == "classifier":
-        return classifier.head_outputs(model(features, training=False)["logits"],
-                                       is_regression, multi_label, threshold)
-    if kind == "embeddings":
-        out = model(features["input_ids"], input_mask=features["input_mask"],
-                    token_type_ids=features["segment_ids"], training=False)
-        return {"embeddings": embeddings.pool(out["sequence_output"], features["input_mask"],
-                                              pooling, normalize)}  # [B, H]
-    return serving_module.encoder_outputs(model, features)  # as the SavedModel's encoder
 
 
 class _FeatureModule(tf.Module):
@@ -172,7 +153,8 @@ def export_int8(kind, task_name, model, vocab_file, do_lower_case, max_seq_lengt
     """Writes model.tflite, vocab.txt and export_config.json to `output_dir` (see the module).
 
     Args:
-      kind: "classifier", "encoder" or "embeddings".
+      kind: an export kind with an int8 export (`kinds.EXPORTS`, `ExportKind.int8`:
+        "classifier", "encoder", "embeddings"), whose outputs and settings it writes.
       task_name: the task's name, as given (kept in export_config.json).
       model: the float32 model, its variables loaded (`saved_model.load_model`).
       vocab_file, do_lower_case: the tokenizer's.
@@ -184,22 +166,19 @@ def export_int8(kind, task_name, model, vocab_file, do_lower_case, max_seq_lengt
     Returns:
       the dict written as export_config.json.
     """
-    pooling = pooling or "mean"
-    normalize = bool(normalize)
-    module = _FeatureModule(model, lambda features: feature_outputs(
-        kind, model, features, is_regression, multi_label, threshold, pooling, normalize))
+    int8 = kinds.EXPORTS[kind].int8
+    settings = kinds.ServingSettings(
+        labels=labels, is_regression=is_regression, max_seq_length=max_seq_length,
+        vocab_file=vocab_file, do_lower_case=do_lower_case, multi_label=multi_label,
+        threshold=threshold, pooling=pooling or "mean", normalize=bool(normalize))
+    module = _FeatureModule(model, lambda features: int8.outputs(model, features, settings))
     flatbuffer = convert_int8(module)
     outputs = sorted(module.serve_features.get_concrete_function().structured_outputs)
     config = {"format": "tflite", "quantize": "int8", "task_name": task_name, "task": kind,
               "max_seq_length": int(max_seq_length), "do_lower_case": bool(do_lower_case),
               "vocab_file": VOCAB_FILE, "model_file": MODEL_FILE, "signature": SIGNATURE,
               "inputs": list(INPUTS), "outputs": outputs}
-    if kind == "classifier":
-        config.update(labels=None if is_regression else list(labels),
-                      is_regression=bool(is_regression), multi_label=bool(multi_label),
-                      threshold=float(threshold))
-    elif kind == "embeddings":
-        config.update(pooling=pooling, normalize=normalize)
+    config.update(int8.config(settings))
     tf.io.gfile.makedirs(output_dir)
     with tf.io.gfile.GFile(os.path.join(output_dir, MODEL_FILE), "wb") as f:
         f.write(flatbuffer)
