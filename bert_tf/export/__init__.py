@@ -18,6 +18,16 @@ squad's answers, fill-mask's tokens, the named entities).
   hub          the TF Hub pair: preprocessor and encoder SavedModels.
   quantize     --quantize=int8: a LiteRT model with int8 weights for CPUs
                (features in), and Int8Model to run it.
+
+`export_saved_model` is here by name, loaded when first used: a task's serving
+module imports `serving_module` from this package, and the export it would load
+imports every task's serving module.
 """
 
-from bert_tf.export.saved_model import export_saved_model  # noqa: F401
+from bert_tf import _lazy
+
+_LAZY = {"export_saved_model": "bert_tf.export.saved_model"}
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = _lazy.names(__name__, _LAZY)
