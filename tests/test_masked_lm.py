@@ -17,6 +17,10 @@
 * A run stopped between two saves (as kill -9 stops it), then the same
   command: it resumes from the last checkpoint and ends with the weights of
   the run never stopped, bit for bit (--seed, dropout on, whole-word masks).
+* From a Hugging Face directory (`save_pretrained(format="huggingface")`:
+  config.json, model.safetensors): the run starts from its weights, its
+  first step's loss and checkpoint those of the same run from the Google
+  checkpoint of the same model.
 * Keras: `BertMaskedLM.fit` on `MaskedLMData.dataset` (an epoch a few
   steps of the endless dataset) lowers the loss; `save_pretrained` writes
   Google's format, which `from_pretrained(head="fill_mask")` reads back.
@@ -41,6 +45,7 @@ from tests.test_exact_resume import _Killed
 from tests.test_exact_resume import _differences
 from tests.test_exact_resume import _stop_after
 from tests.test_pretraining import one_layer_config
+from tests.test_pretraining import tiny_config
 from tests.test_pretraining import write_config
 from tests.test_pretraining import write_init_checkpoint
 from tests.tools import toolrun
@@ -284,6 +289,40 @@ def test_killed_between_saves_then_the_same_command_ends_at_the_uninterrupted_ru
     a = checkpoint.read_checkpoint(str(killed / name))
     b = checkpoint.read_checkpoint(os.path.join(trained["output_dir"], name))
     assert _differences(a, b) == []
+
+
+@pytest.mark.slow
+def test_starts_from_a_hugging_face_directory_as_from_its_google_checkpoint(files, tmp_path):
+    """--init_checkpoint a Hugging Face directory: one step from its weights ends where the
+    same step from the Google checkpoint of the same model ends (loss and weights)."""
+    import keras
+    from bert_tf.tasks.pretraining.model import BertPretrainer
+    keras.utils.set_random_seed(5)
+    model = BertPretrainer(tiny_config(vocab_size=len(VOCAB)))  # 2 layers, hidden 32
+    google = model.save_pretrained(str(tmp_path / "google"), vocab_file=files["vocab"])
+    hf = model.save_pretrained(str(tmp_path / "hf"), format="huggingface",
+                               vocab_file=files["vocab"], do_lower_case=True)
+    names = os.listdir(hf)  # transformers' files, no Google checkpoint
+    assert {"config.json", "model.safetensors"} <= set(names), names
+    assert not any(n.startswith("bert_model.ckpt") for n in names), names
+    runs = {}
+    for name, init in (("google", os.path.join(google, "bert_model.ckpt")), ("hf", hf)):
+        output_dir = str(tmp_path / name / "output")
+        # 48 rows / 16 a batch * 0.34 epochs: one step, saved.
+        result, log = toolrun.run_tool("run_mlm", _flags(
+            files, output_dir, init_checkpoint=init, num_train_epochs=0.34,
+            bert_config_file=os.path.join(google, "bert_config.json")))
+        assert "Resuming" not in log
+        runs[name] = {"losses": [float(x) for r in result["history"] for x in r["losses"]],
+                      "weights": checkpoint.read_checkpoint(
+                          os.path.join(output_dir, "model.ckpt-1"))}
+    assert len(runs["hf"]["losses"]) == 1
+    assert runs["hf"]["losses"] == runs["google"]["losses"]
+    assert _differences(runs["hf"]["weights"], runs["google"]["weights"]) == []
+    # Both moved off the start, from the same start.
+    start = checkpoint.read_checkpoint(os.path.join(google, "bert_model.ckpt"))
+    assert not (runs["hf"]["weights"]["bert/embeddings/word_embeddings"]
+                == start["bert/embeddings/word_embeddings"]).all()
 
 
 @pytest.mark.slow
