@@ -65,6 +65,10 @@ from tests.tools import toolrun
 from tests import bare_tf
 from tests import export_cache
 
+# Every test here reads the exports the module's `setup` builds (about 50 s on 2 cores):
+# make test runs them, make test-fast does not.
+pytestmark = pytest.mark.slow
+
 SEQ_LENGTH = 32
 NUM_TEST = 21
 LABELS = ["0", "1"]
@@ -395,7 +399,6 @@ def _probabilities(result):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_nothing_but_tensorflow_was_imported(setup):
     assert setup["results"]["modules"] == []
 
@@ -672,7 +675,6 @@ def test_checks_name_the_culprit(setup, tmp_path):
 
 
 
-@pytest.mark.slow
 def test_mixed_precision_bf16_export_computes_in_bf16(setup, tmp_path):
     """--mixed_precision=bf16: bf16 dense weights, float32 signatures and outputs; bf16 numbers."""
     files = setup["files"]

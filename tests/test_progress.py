@@ -220,6 +220,7 @@ def test_train_chunks_reach_each_log_step_and_fit_in_10_seconds(tmp_path):
     assert trainer._next_chunk(10, 500, 20, 0.001) == 20         # iterations_per_loop
 
 
+@pytest.mark.slow
 def test_training_says_it_traces_then_logs_slow_steps_one_by_one(tmp_path, info_logs,
                                                                   monkeypatch):
     """A run shorter than log_steps is not silent until its end: a line before the

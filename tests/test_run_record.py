@@ -125,6 +125,7 @@ def test_arguments_that_contradict_the_record_are_refused(files, ner_run):  # no
     assert not os.path.exists(files["tmp"] / "refused_export")
 
 
+@pytest.mark.slow
 def test_a_rerun_into_a_finished_run_says_so_at_every_verbosity(files, ner_run):  # noqa: F811
     before = _snapshot(ner_run)
     handler = _Records()
@@ -169,6 +170,7 @@ def test_the_command_line_refuses_a_changed_learning_rate_with_exit_2(files, ner
     assert _snapshot(ner_run) == before
 
 
+@pytest.mark.slow
 def test_overwrite_output_dir_starts_the_run_anew(files, ner_run, tmp_path):  # noqa: F811
     output_dir = tmp_path / "out"
     toolrun.run_tool("run_ner", NER_FLAGS(files, output_dir, do_eval="false",
@@ -185,6 +187,7 @@ def test_overwrite_output_dir_starts_the_run_anew(files, ner_run, tmp_path):  # 
     assert "global_step 12" in log
 
 
+@pytest.mark.slow
 def test_the_export_takes_the_output_dir_alone(files, ner_run, tmp_path):  # noqa: F811
     """Its windows too: without --doc_stride a text longer than a window is cut as the run
     cut its sentences (the record's max_seq_length and doc_stride), not at a default."""
@@ -207,6 +210,7 @@ def test_the_export_takes_the_output_dir_alone(files, ner_run, tmp_path):  # noq
         [text.split()])[0]
 
 
+@pytest.mark.slow
 def test_an_export_of_a_checkpoint_alone_windows_as_its_task_trains(files, ner_run, tmp_path):  # noqa: F811
     """A checkpoint prefix carries no record: the stride is the one bert-run-ner trains
     with when --doc_stride is not given (`text_windows.DOC_STRIDES`), not SQuAD's."""
@@ -237,6 +241,7 @@ def test_the_converter_takes_the_output_dir_alone(files, ner_run, tmp_path):  # 
     assert not os.path.exists(tmp_path / "refused")
 
 
+@pytest.mark.slow
 def test_a_classifier_output_dir_with_a_best_checkpoint_is_that_model(tmp_path_factory):
     cfiles = classifier_tool.files.__wrapped__(tmp_path_factory)
     output_dir = cfiles["tmp"] / "best_output"
@@ -272,6 +277,7 @@ def test_a_classifier_output_dir_with_a_best_checkpoint_is_that_model(tmp_path_f
     assert got["label"].numpy()[0].decode() in ("0", "1")
 
 
+@pytest.mark.slow
 def test_pretraining_keeps_the_record_and_refuses_a_changed_schedule(tmp_path_factory):
     pfiles = pretraining_tool.files.__wrapped__(tmp_path_factory)
     output_dir = str(pfiles["tmp"] / "record_output")
@@ -304,6 +310,7 @@ def test_pretraining_keeps_the_record_and_refuses_a_changed_schedule(tmp_path_fa
     assert _snapshot(output_dir) == before
 
 
+@pytest.mark.slow
 def test_pretraining_without_a_vocab_reads_one_given_to_the_loader(tmp_path_factory):
     """No --vocab_file (the original's flags): no vocab.txt beside the checkpoints; a loader
     is given one. --do_lower_case alone is refused (it is the vocab's casing)."""

@@ -250,6 +250,7 @@ def test_importing_bert_tf_turns_tensorflows_cpp_warnings_off_unless_asked(given
     assert result.stdout.split() == [want, "False"], result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("given", [None, "2", "0"])
 def test_a_program_that_imports_bert_tf_sees_no_tensorflow_start_up_lines(given):
     """TensorFlow starts in `bert_tf._backend` through the tools' line filter: no start-up

@@ -583,6 +583,7 @@ def test_every_code_point_matches_original(tmp_path):
         assert problem is None, problem
 
 
+@pytest.mark.slow
 def test_sources_compile_without_warnings():
     """No invalid escape sequence (a SyntaxWarning at import) in any module or tool."""
     import warnings

@@ -293,6 +293,7 @@ def _run(output_dir, batches, trim_padding):
     return trainer, np.concatenate([h["losses"] for h in history]), results, predictions
 
 
+@pytest.mark.slow
 def test_the_trainer_cuts_every_batch_traces_once_and_keeps_the_whole_rows_numbers(tmp_path):
     batches = _batches(7, seed=5)
     _CountingTask.cuts = 0
@@ -334,6 +335,7 @@ def test_fixed_shapes_under_xla_and_on_tpu(tmp_path):
     assert not model._trims_padding()
 
 
+@pytest.mark.slow
 def test_keras_fit_evaluate_and_predict_run_cut_batches():
     rng = np.random.RandomState(2)
     make_model, features = _classifier(rng)
