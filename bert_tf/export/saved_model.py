@@ -122,13 +122,7 @@ from bert_tf.errors import UserError
 from bert_tf.export import hub
 from bert_tf.export import kinds
 from bert_tf.export.kinds import CLASSIFIER
-from bert_tf.export.kinds import EMBEDDINGS
-from bert_tf.export.kinds import ENCODER
 from bert_tf.export.kinds import EXPORTS
-from bert_tf.export.kinds import FILL_MASK
-from bert_tf.export.kinds import MULTIPLE_CHOICE
-from bert_tf.export.kinds import NER
-from bert_tf.export.kinds import SQUAD
 from bert_tf.export.kinds import ServingSettings
 from bert_tf.tasks.token_classification import serving as ner_export
 from bert_tf.export import onnx as onnx_export
@@ -156,7 +150,8 @@ VOCAB_ASSET = "vocab.txt"
 
 
 def task_spec(task_name, data_dir=None):
-    """(kind, labels, is_regression) of a task: "classifier", ENCODER, SQUAD, FILL_MASK, EMBEDDINGS.
+    """(kind, labels, is_regression) of a task: a kind of `EXPORTS` by its name, or
+    CLASSIFIER for a classifier task's name (`classifier_processors.PROCESSORS`).
 
     `data_dir`: where a task that reads its labels from data (`multilabel`) finds them.
 
@@ -164,20 +159,12 @@ def task_spec(task_name, data_dir=None):
       UserError: an unknown task, listing the known ones.
     """
     key = (task_name or "").lower()
-    if key == ENCODER:
-        return ENCODER, None, False
-    if key == EMBEDDINGS:
-        return EMBEDDINGS, None, False
-    if key == SQUAD:
-        return SQUAD, None, False
-    if key == FILL_MASK:
-        return FILL_MASK, None, False
-    if key in (MULTIPLE_CHOICE, NER):
+    if key in EXPORTS and key != CLASSIFIER:
         return key, None, False
     if key not in classifier_processors.PROCESSORS:
-        raise UserError("Task not found: %s (known: %s, %s, %s, %s, %s, %s, %s)" % (
-            key, ", ".join(classifier_processors.PROCESSORS), SQUAD, ENCODER, FILL_MASK, EMBEDDINGS,
-            MULTIPLE_CHOICE, NER))
+        raise UserError("Task not found: %s (known: %s, %s)" % (
+            key, ", ".join(classifier_processors.PROCESSORS),
+            ", ".join(kind for kind in EXPORTS if kind != CLASSIFIER)))
     processor = classifier_processors.get_processor(key)
     if hasattr(processor, "read_labels"):
         if not data_dir:

@@ -138,7 +138,7 @@ def _bad_input_cases(files):
          ["--export_dir=%s: %s is a file, not a directory" % (under_a_file, blocker)]),
         ("unknown task", {"task_name": "SNLI"},
          ["Task not found: snli (known: cola, mnli, mrpc, xnli", "sts-b",
-          "squad, encoder, fill_mask, embeddings, multiple_choice, ner)"]),
+          "encoder, embeddings, multiple_choice, squad, ner, fill_mask)"]),
         ("pre-training checkpoint exported as a classifier",
          {"init_checkpoint": files["init"]},
          ["--init_checkpoint=%s has no classifier head (variable output_weights is missing): "
