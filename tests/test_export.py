@@ -659,7 +659,7 @@ def test_checks_name_the_culprit(setup, tmp_path):
         export.check_checkpoint(files["finetuned_prefix"], config, "classifier", 3)
     wide = tiny_config(vocab_size=config.vocab_size, hidden_size=64)
     with pytest.raises(UserError, match="variable bert/embeddings/word_embeddings has shape"):
-        export.check_checkpoint(files["init_prefix"], wide, export.ENCODER)
+        export.check_checkpoint(files["init_prefix"], wide, kinds.ENCODER)
     small = tiny_config(vocab_size=config.vocab_size - 1)
     with pytest.raises(UserError, match=r"vocab.txt has %d tokens, more than vocab_size %d"
                        % (config.vocab_size, config.vocab_size - 1)):

@@ -412,7 +412,7 @@ def test_multiple_choice(files):
 @pytest.mark.slow
 def test_a_free_sequence_axis_stays_free(files, tmp_path):
     """A serve_features of [batch, any length] converts into a model that takes any length."""
-    model = export.load_model(export.ENCODER, files["config"], files["init_prefix"])
+    model = export.load_model(kinds.ENCODER, files["config"], files["init_prefix"])
     module = kinds.EncoderServingModule(model, export.GraphTokenizer(files["vocab"], True),
                                         SEQ_LENGTH, files["vocab"])
 

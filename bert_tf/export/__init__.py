@@ -6,8 +6,8 @@
                export_dir/<version>/ written atomically.
   kinds        `EXPORTS`, one `ExportKind` per kind (its model, head, flags,
                serving module, whether ONNX converts it, how its int8 model is
-               made), read with no branch per kind; the classifier, encoder,
-               embeddings and multiple-choice serving modules and their signatures.
+               made), read with no branch per kind; the encoder's serving module
+               (each task's is in its folder: `bert_tf/tasks/<task>/serving.py`).
   serving_module
                ModelServingModule, what each served model's tf.Module starts
                with (the variables, the tokenizer, the settings as variables).

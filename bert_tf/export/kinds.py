@@ -8,11 +8,8 @@ only it takes, its serving module, whether its SavedModel has `serve_features`
 (`--quantize=int8`). `bert_tf.export.saved_model` and `bert_tf.export.quantize`
 read it, and neither names a kind.
 
-Here too are the serving modules of the kinds whose task folder has none: the
-classifier's, the encoder's, the embedder's and multiple_choice's (each a
-`serving_module.ModelServingModule`), and `SquadRoot`, the root of a SQuAD
-export. squad's, fill_mask's and ner's own modules are in their task folders
-(`bert_tf/tasks/<task>/serving.py`).
+Each task's serving module is in its folder (`bert_tf/tasks/<task>/serving.py`);
+here is the encoder's (`EncoderServingModule`: the backbone is no task).
 """
 
 import collections
@@ -20,12 +17,14 @@ import collections
 import tensorflow as tf
 
 from bert_tf import tokenization
-from bert_tf.data import text_windows
 from bert_tf.export import serving_module
 from bert_tf.tasks.classifier.model import head_outputs
-from bert_tf.tasks.embeddings import model as embeddings
-from bert_tf.tasks.multiple_choice import model as multiple_choice
+from bert_tf.tasks.classifier.serving import ClassifierServingModule
+from bert_tf.tasks.embeddings import serving as embeddings_serving
+from bert_tf.tasks.embeddings.serving import EmbeddingsServingModule
+from bert_tf.tasks.multiple_choice.serving import MultipleChoiceServingModule
 from bert_tf.tasks.pretraining.serving import FillMaskServingModule
+from bert_tf.tasks.squad.serving import SquadRoot
 from bert_tf.tasks.squad.serving import SquadServingModule
 from bert_tf.tasks.token_classification.serving import NerServingModule
 
@@ -96,174 +95,7 @@ class ExportKind(collections.namedtuple("ExportKind", [
 # ---------------------------------------------------------------------------
 
 
-def _text_specs(pair):
-    specs = [serving_module.text_spec()]
-    if pair:
-        specs.append(serving_module.text_spec(serving_module.TEXT_B))
-    return specs
-
-
-def _feature_specs(rank=2):
-    # Any row length up to max_seq_length (`serving_module.checked_features`).
-    return [tf.TensorSpec([None] * rank, tf.int32, name=name)
-            for name in ("input_ids", "input_mask", "segment_ids")]
-
-
-class _ServingModule(serving_module.ModelServingModule):
-    """A model's variables, the GraphTokenizer and the signatures' tf.functions.
-
-    The text signatures tokenize and pack (one trace of the tokenizer, shared)
-    and call `serve_features` (one trace of the model, shared); `serve_text_a`
-    is `serving_default` with empty `text_b`s, which the original reads as single
-    segments.
-
-    Args:
-      model: a float32 Keras model whose variables are loaded.
-      tokenizer: `GraphTokenizer` of the model's vocab.
-      max_seq_length: int, the length of every feature row.
-      vocab_file: path of the vocab (saved as an asset).
-    """
-
-    def __init__(self, model, tokenizer, max_seq_length, vocab_file, name=None):
-        super().__init__(model, tokenizer, max_seq_length, name=name)
-        self.vocab_file = tf.saved_model.Asset(vocab_file)
-        # autograph=False: no Python control flow on tensors here.
-        self.serve_features = tf.function(
-            self._serve_features, input_signature=_feature_specs(), autograph=False)
-        self.serving_default = tf.function(self._serving_default, input_signature=_text_specs(True),
-                                      autograph=False)
-        self.serve_text_a = tf.function(self._serve_text_a, input_signature=_text_specs(False),
-                                        autograph=False)
-
-    def features(self, text_a, text_b):
-        """The `run_classifier` features of raw text: int32 [batch, max_seq_length] each."""
-        check = tf.debugging.assert_equal(
-            tf.size(text_a), tf.size(text_b),
-            message="text_a and text_b must have the same batch size")
-        with tf.control_dependencies([check]):
-            return self.tokenizer(text_a, text_b, max_seq_length=self._seq_length)
-
-    def _serve_features(self, input_ids, input_mask, segment_ids):
-        features = self.checked_features(input_ids, input_mask, segment_ids)
-        return self.outputs(self.without_padding(features))
-
-    def _serving_default(self, text_a, text_b):
-        features = self.features(text_a, text_b)
-        outputs = self.serve_features(**features)
-        outputs.update(self.text_outputs(features))
-        return outputs
-
-    def _serve_text_a(self, text_a):
-        return self.serving_default(text_a, tf.fill(tf.shape(text_a), ""))  # [B]: single segments
-
-    def outputs(self, features):
-        """The model's outputs on a features dict (the signatures' outputs)."""
-        raise NotImplementedError
-
-    def text_outputs(self, features):
-        """What the text signatures return beyond `outputs`."""
-        del features
-        return {}
-
-    def signatures(self):
-        """{signature key: tf.function} for `tf.saved_model.save`.
-
-        tf.functions rather than concrete functions: the save traces each once
-        (functions traced before it are traced again inside its save context).
-        """
-        return {
-            tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: self.serving_default,
-            "serve_text_a": self.serve_text_a,
-            "serve_features": self.serve_features,
-        }
-
-
-class ClassifierServingModule(_ServingModule):
-    """A `BertClassifier` served from raw text, features or tf.train.Examples.
-
-    Args:
-      model: `BertClassifier` (float32, loaded).
-      tokenizer: `GraphTokenizer`.
-      labels: list of str, the processor's labels (ignored for regression).
-      is_regression: bool (STS-B): the signatures return `score`.
-      max_seq_length, vocab_file: see `_ServingModule`.
-
-      multi_label, threshold: a multi-label classifier and its decision threshold.
-      doc_stride: None, or an int (`text_windows.check_doc_stride`): the text
-        signatures cut each text_a into doc-stride windows
-        (`text_windows.window_features`) and answer per text with the mean
-        of its windows' logits; `serving_default` then takes text_a alone.
-
-    Returns (every signature): `probabilities` float32 [batch_size, num_labels]
-    (softmax of the logits, as `test_results.tsv`) and `label` string
-    [batch_size] (the label of the argmax); regression: `score` float32
-    [batch_size]; multi-label: `probabilities` (a sigmoid per label),
-    `predictions` int32 [batch_size, num_labels] (1 where the probability is
-    at least the threshold) and `label` string [batch_size] (those labels,
-    comma-separated, in the labels' order; "" for none).
-    """
-
-    def __init__(self, model, tokenizer, labels, is_regression, max_seq_length, vocab_file,
-                 name="classifier_serving", multi_label=False, threshold=0.5, doc_stride=None):
-        super().__init__(model, tokenizer, max_seq_length, vocab_file, name=name)
-        self._doc_stride = doc_stride
-        if doc_stride is not None:
-            self.doc_stride = tf.Variable(int(doc_stride), trainable=False, name="doc_stride")
-            self.serve_text_a = tf.function(self._serve_windows,
-                                            input_signature=_text_specs(False), autograph=False)
-        self.is_regression = bool(is_regression)
-        self._multi_label = bool(multi_label) and not self.is_regression
-        self._threshold = float(threshold)
-        if self._multi_label:
-            self.threshold = tf.Variable(self._threshold, trainable=False, name="threshold")
-        self._labels = None if self.is_regression else [str(label) for label in labels]
-        if self._labels is not None:
-            self.labels = tf.Variable(self._labels, trainable=False, name="labels")
-        self.serve_examples = tf.function(
-            self._serve_examples,
-            input_signature=[tf.TensorSpec([None], tf.string, name="examples")],
-            autograph=False)
-
-    def outputs(self, features):
-        outputs = head_outputs(self.model(features, training=False)["logits"],
-                               self.is_regression, self._multi_label, self._threshold)
-        if self.is_regression:
-            return outputs  # score [B]
-        if self._multi_label:
-            over = outputs["predictions"] > 0  # [B, num_labels]
-            names = tf.broadcast_to(tf.constant(self._labels), tf.shape(over))
-            outputs["label"] = tf.strings.reduce_join(
-                tf.ragged.boolean_mask(names, over), axis=-1, separator=",")  # [B]
-            return outputs
-        outputs["label"] = tf.gather(tf.constant(self._labels),
-                                     tf.argmax(outputs["probabilities"], axis=-1))  # [B]
-        return outputs
-
-    def _serve_windows(self, text_a):
-        # Every window of every text through the model at once; the model's
-        # call averages each text's windows' logits (by `text_index`).
-        features = text_windows.window_features(
-            self.tokenizer.tokenize(text_a), self._seq_length, self._doc_stride,
-            self.tokenizer.cls_id, self.tokenizer.sep_id)
-        return self.outputs(self.without_padding(features))
-
-    def _serve_examples(self, examples):
-        # run_classifier's record schema; label_ids and is_real_example are not read.
-        spec = {name: tf.io.FixedLenFeature([self._seq_length], tf.int64)
-                for name in ("input_ids", "input_mask", "segment_ids")}
-        parsed = tf.io.parse_example(examples, spec)  # int64 [B, S] each
-        return self.serve_features(**{k: tf.cast(v, tf.int32) for k, v in parsed.items()})
-
-    def signatures(self):
-        signatures = super().signatures()
-        signatures["serve_examples"] = self.serve_examples
-        if self._doc_stride is not None:
-            # One text per example: the default signature is serve_text_a's.
-            signatures[tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY] = self.serve_text_a
-        return signatures
-
-
-class EncoderServingModule(_ServingModule):
+class EncoderServingModule(serving_module.TextServingModule):
     """A `BertModel` served from raw text or features.
 
     Returns: `pooled_output` float32 [batch_size, hidden_size],
@@ -298,117 +130,6 @@ class EncoderServingModule(_ServingModule):
 
     def text_outputs(self, features):
         return {"input_mask": features["input_mask"]}  # [B, S]
-
-
-def _embed(model, features, pooling, normalize):
-    """A `BertModel`'s embeddings of a features dict: float32 [B, H], pooled over the real tokens."""
-    out = model(features["input_ids"], input_mask=features["input_mask"],
-                token_type_ids=features["segment_ids"], training=False)
-    return embeddings.pool(out["sequence_output"], features["input_mask"], pooling, normalize)
-
-
-class EmbeddingsServingModule(_ServingModule):
-    """A sentence embedder served from raw text or features (`bert_tf.tasks.embeddings.model`).
-
-    Each text is embedded on its own (`[CLS] text [SEP]`, truncated to
-    max_seq_length - 2 tokens), as `SentenceEmbedder.encode` does.
-
-    Args:
-      model: `BertModel` (float32, loaded).
-      pooling: "cls", "mean" or "max", over the real tokens.
-      normalize: bool, L2-normalize the embeddings.
-      tokenizer, max_seq_length, vocab_file: see `_ServingModule`.
-
-    Returns (every signature): `embeddings` float32 [batch_size, hidden_size].
-    """
-
-    def __init__(self, model, tokenizer, max_seq_length, vocab_file, pooling, normalize,
-                 name="embeddings_serving"):
-        super().__init__(model, tokenizer, max_seq_length, vocab_file, name=name)
-        self._pooling = embeddings.check_pooling(pooling)
-        self._normalize = bool(normalize)
-        self.pooling = tf.Variable(self._pooling, trainable=False, name="pooling")
-        self.normalize = tf.Variable(self._normalize, trainable=False, name="normalize")
-
-    def outputs(self, features):
-        return {"embeddings": _embed(self.model, features, self._pooling,
-                                     self._normalize)}  # [B, H]
-
-    def signatures(self):
-        # One text per example: the default signature is serve_text_a's.
-        return {
-            tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: self.serve_text_a,
-            "serve_text_a": self.serve_text_a,
-            "serve_features": self.serve_features,
-        }
-
-
-class MultipleChoiceServingModule(serving_module.ModelServingModule):
-    """A `BertMultipleChoice` served from raw text or features (`bert_tf.tasks.multiple_choice.model`).
-
-    The text signature packs choice i as the pair (context, start + " " +
-    ending i) with the GraphTokenizer (`multiple_choice.choice_pairs`), as
-    bert-run-multiple-choice's records and the model's preprocessor do.
-
-    Args:
-      model: `BertMultipleChoice` (float32, loaded).
-      tokenizer, max_seq_length, vocab_file: see `_ServingModule`.
-
-    Returns (both signatures): `probabilities` float32 [batch_size,
-    num_choices] (the softmax over the choices, as test_results.tsv) and
-    `predictions` int32 [batch_size] (the chosen index).
-    """
-
-    def __init__(self, model, tokenizer, max_seq_length, vocab_file,
-                 name="multiple_choice_serving"):
-        super().__init__(model, tokenizer, max_seq_length, name=name)
-        self.vocab_file = tf.saved_model.Asset(vocab_file)
-        self.serve_features = tf.function(
-            self._serve_features, autograph=False, input_signature=_feature_specs(rank=3))
-        self.serving_default = tf.function(
-            self._serving_default, autograph=False, input_signature=[
-                tf.TensorSpec([None], tf.string, name="context"),
-                tf.TensorSpec([None], tf.string, name="start"),
-                tf.TensorSpec([None, None], tf.string, name="endings")])
-
-    def _serve_features(self, input_ids, input_mask, segment_ids):
-        features = self.without_padding(
-            self.checked_features(input_ids, input_mask, segment_ids))
-        logits = self.model(features, training=False)["logits"]
-        logits = tf.cast(logits, tf.float32)  # [B, C]
-        return {"probabilities": tf.nn.softmax(logits, axis=-1),  # [B, C]
-                "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}  # [B]
-
-    def _serving_default(self, context, start, endings):
-        check = tf.debugging.assert_equal(
-            [tf.size(context), tf.size(start)], [tf.shape(endings)[0]] * 2,
-            message="context, start and endings must have the same batch size")
-        with tf.control_dependencies([check]):
-            # Only what the tokenizer reads, before choice_pairs repeats and joins it.
-            text_a, text_b = multiple_choice.choice_pairs(
-                *(self.tokenizer.bytes_read(x) for x in (context, start, endings)))
-        features = self.tokenizer(text_a, text_b, max_seq_length=self._seq_length)  # [B*C, S]
-        return self.serve_features(**multiple_choice.unflatten_choices(
-            features, tf.shape(endings)[1]))
-
-    def signatures(self):
-        return {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: self.serving_default,
-                "serve_features": self.serve_features}
-
-
-class SquadRoot(tf.Module):
-    """The saved root of a SQuAD export: `bert_tf.tasks.squad.serving.SquadServingModule` as `squad`,
-    plus `do_lower_case`, `max_seq_length` and the vocab asset, as the other exports have.
-    """
-
-    def __init__(self, squad, do_lower_case, max_seq_length, vocab_file, name="squad_serving"):
-        super().__init__(name=name)
-        self.squad = squad
-        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False,
-                                         name="do_lower_case")
-        self.max_seq_length = tf.Variable(int(max_seq_length), trainable=False,
-                                          name="max_seq_length")
-        self.vocab_file = tf.saved_model.Asset(vocab_file)
 
 
 # ---------------------------------------------------------------------------
@@ -477,7 +198,7 @@ def _classifier_int8_config(s):
 
 
 def _embeddings_int8_outputs(model, features, s):
-    return {"embeddings": _embed(model, features, s.pooling, s.normalize)}  # [B, H]
+    return {"embeddings": embeddings_serving.embed(model, features, s.pooling, s.normalize)}  # [B, H]
 
 
 def _encoder_int8_outputs(model, features, s):

@@ -412,7 +412,7 @@ def export_saved_model(task_name=None, bert_config_file=None, vocab_file=None,
         task's training default (`text_windows.DOC_STRIDES`: squad 128, as
         run_squad; ner 64, as bert-run-ner; a classifier none). A classifier
         with `doc_stride` (new) serves long single texts: see
-        `bert_tf.export.kinds.ClassifierServingModule`.
+        `bert_tf.tasks.classifier.serving.ClassifierServingModule`.
       mixed_precision: None (float32), "bf16" or "fp16": the exported model
         computes in bfloat16 / float16 (float32 variables; the signatures
         and their float32 outputs are the same). Every format and task.

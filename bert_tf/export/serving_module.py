@@ -141,3 +141,86 @@ class ModelServingModule(tf.Module):
             return {"input_ids": tf.identity(input_ids), "input_mask": input_mask,
                     "segment_ids": segment_ids}
 
+
+def text_specs(pair):
+    """A text signature's inputs: `text_a` (and `text_b`, for a pair)."""
+    specs = [text_spec()]
+    if pair:
+        specs.append(text_spec(TEXT_B))
+    return specs
+
+
+def feature_specs(rank=2):
+    """A features signature's inputs: int32 `input_ids`, `input_mask`, `segment_ids`."""
+    # Any row length up to max_seq_length (`ModelServingModule.checked_features`).
+    return [tf.TensorSpec([None] * rank, tf.int32, name=name)
+            for name in ("input_ids", "input_mask", "segment_ids")]
+
+
+class TextServingModule(ModelServingModule):
+    """A model's variables, the GraphTokenizer and the signatures' tf.functions.
+
+    The text signatures tokenize and pack (one trace of the tokenizer, shared)
+    and call `serve_features` (one trace of the model, shared); `serve_text_a`
+    is `serving_default` with empty `text_b`s, which the original reads as single
+    segments.
+
+    Args:
+      model: a float32 Keras model whose variables are loaded.
+      tokenizer: `GraphTokenizer` of the model's vocab.
+      max_seq_length: int, the length of every feature row.
+      vocab_file: path of the vocab (saved as an asset).
+    """
+
+    def __init__(self, model, tokenizer, max_seq_length, vocab_file, name=None):
+        super().__init__(model, tokenizer, max_seq_length, name=name)
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        # autograph=False: no Python control flow on tensors here.
+        self.serve_features = tf.function(
+            self._serve_features, input_signature=feature_specs(), autograph=False)
+        self.serving_default = tf.function(self._serving_default, input_signature=text_specs(True),
+                                      autograph=False)
+        self.serve_text_a = tf.function(self._serve_text_a, input_signature=text_specs(False),
+                                        autograph=False)
+
+    def features(self, text_a, text_b):
+        """The `run_classifier` features of raw text: int32 [batch, max_seq_length] each."""
+        check = tf.debugging.assert_equal(
+            tf.size(text_a), tf.size(text_b),
+            message="text_a and text_b must have the same batch size")
+        with tf.control_dependencies([check]):
+            return self.tokenizer(text_a, text_b, max_seq_length=self._seq_length)
+
+    def _serve_features(self, input_ids, input_mask, segment_ids):
+        features = self.checked_features(input_ids, input_mask, segment_ids)
+        return self.outputs(self.without_padding(features))
+
+    def _serving_default(self, text_a, text_b):
+        features = self.features(text_a, text_b)
+        outputs = self.serve_features(**features)
+        outputs.update(self.text_outputs(features))
+        return outputs
+
+    def _serve_text_a(self, text_a):
+        return self.serving_default(text_a, tf.fill(tf.shape(text_a), ""))  # [B]: single segments
+
+    def outputs(self, features):
+        """The model's outputs on a features dict (the signatures' outputs)."""
+        raise NotImplementedError
+
+    def text_outputs(self, features):
+        """What the text signatures return beyond `outputs`."""
+        del features
+        return {}
+
+    def signatures(self):
+        """{signature key: tf.function} for `tf.saved_model.save`.
+
+        tf.functions rather than concrete functions: the save traces each once
+        (functions traced before it are traced again inside its save context).
+        """
+        return {
+            tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: self.serving_default,
+            "serve_text_a": self.serve_text_a,
+            "serve_features": self.serve_features,
+        }

@@ -8,4 +8,5 @@
                     classifier on a TF Hub encoder
   run               run_classifier (bert-run-classifier)
   run_hub           run_classifier_with_tfhub (bert-run-classifier-with-tfhub)
+  serving           ClassifierServingModule: the classifier's SavedModel
 """

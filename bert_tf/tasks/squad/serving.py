@@ -416,3 +416,18 @@ class SquadServingModule(tf.Module):
             row_start + tf.where(ok, orig_start, 0),
             row_start + tf.where(ok, orig_end + 1, tf.cast(orig.row_lengths(), tf.int32)))
         return tf.strings.unicode_encode(tf.gather(orig.flat_values, keep), "UTF-8")
+
+
+class SquadRoot(tf.Module):
+    """The saved root of a SQuAD export: `bert_tf.tasks.squad.serving.SquadServingModule` as `squad`,
+    plus `do_lower_case`, `max_seq_length` and the vocab asset, as the other exports have.
+    """
+
+    def __init__(self, squad, do_lower_case, max_seq_length, vocab_file, name="squad_serving"):
+        super().__init__(name=name)
+        self.squad = squad
+        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False,
+                                         name="do_lower_case")
+        self.max_seq_length = tf.Variable(int(max_seq_length), trainable=False,
+                                          name="max_seq_length")
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
