@@ -90,10 +90,9 @@ the original's InputExample names: each has `serve_text_a`, and its
 task's own texts).
 
 Each kind is one `ExportKind` of `bert_tf.export.kinds.EXPORTS` (its model,
-its checkpoint head, its flags, its serving module: the classifier's, the
-encoder's, the embedder's and multiple_choice's in `bert_tf.export.kinds`;
-squad's, fill_mask's and ner's in their task folders,
-`bert_tf/tasks/<task>/serving.py`), read here with no branch per kind.
+its checkpoint head, its flags, its serving module: each task's in its folder,
+`bert_tf/tasks/<task>/serving.py`, the encoder's in `bert_tf.export.kinds`),
+read here with no branch per kind.
 `format="tfhub"` dispatches to `bert_tf.export.hub.export_tfhub`, `format="onnx"`
 (the `serve_features` signature as an ONNX model) to `bert_tf.export.onnx`, and
 `quantize="int8"` to `bert_tf.export.quantize.export_int8` (a LiteRT model,

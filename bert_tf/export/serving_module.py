@@ -179,7 +179,7 @@ class TextServingModule(ModelServingModule):
         self.serve_features = tf.function(
             self._serve_features, input_signature=feature_specs(), autograph=False)
         self.serving_default = tf.function(self._serving_default, input_signature=text_specs(True),
-                                      autograph=False)
+                                           autograph=False)
         self.serve_text_a = tf.function(self._serve_text_a, input_signature=text_specs(False),
                                         autograph=False)
 

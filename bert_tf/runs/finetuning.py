@@ -373,7 +373,7 @@ class ClassifierRecords(Records):
     @property
     def multi_label(self):
         # Multi-label: multi-hot label_ids [num_labels] of 0 and 1 (see classifier_data).
-        return getattr(self.task, "multi_label", False)
+        return self.task.multi_label
 
     def spec(self):
         return classifier_data.name_to_features(
