@@ -308,15 +308,29 @@ def test_starts_from_a_hugging_face_directory_as_from_its_google_checkpoint(file
     runs = {}
     for name, init in (("google", os.path.join(google, "bert_model.ckpt")), ("hf", hf)):
         output_dir = str(tmp_path / name / "output")
-        # 48 rows / 16 a batch * 0.34 epochs: one step, saved.
-        result, log = toolrun.run_tool("run_mlm", _flags(
-            files, output_dir, init_checkpoint=init, num_train_epochs=0.34,
-            bert_config_file=os.path.join(google, "bert_config.json")))
+        # 48 rows / 16 a batch * 0.34 epochs: one step, saved. The Hugging Face run names
+        # the directory alone, for its config and vocab too (docs/huggingface.md).
+        flags = _flags(files, output_dir, init_checkpoint=init, num_train_epochs=0.34,
+                       bert_config_file=os.path.join(google, "bert_config.json"))
+        if name == "hf":
+            flags = [f for f in flags if not f.startswith(("--bert_config_file=",
+                                                           "--vocab_file="))]
+            flags += ["--bert_config_file=" + hf, "--vocab_file=" + hf]
+        result, log = toolrun.run_tool("run_mlm", flags)
         assert "Resuming" not in log
         runs[name] = {"losses": [float(x) for r in result["history"] for x in r["losses"]],
                       "weights": checkpoint.read_checkpoint(
                           os.path.join(output_dir, "model.ckpt-1"))}
     assert len(runs["hf"]["losses"]) == 1
+    # The output directory holds the model's config and vocab as Google's files, the same
+    # as the Google run's; the same command again finds the finished run, refusing nothing.
+    for kept in ("bert_config.json", "vocab.txt"):
+        with open(os.path.join(str(tmp_path / "hf" / "output"), kept)) as a, \
+                open(os.path.join(str(tmp_path / "google" / "output"), kept)) as b:
+            a, b = a.read(), b.read()
+        assert (json.loads(a) == json.loads(b)) if kept.endswith(".json") else a == b, kept
+    _, log = toolrun.run_tool("run_mlm", flags)
+    assert "refus" not in log.lower()
     assert runs["hf"]["losses"] == runs["google"]["losses"]
     assert _differences(runs["hf"]["weights"], runs["google"]["weights"]) == []
     # Both moved off the start, from the same start.

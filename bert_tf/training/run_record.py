@@ -7,8 +7,11 @@ training flags quietly changed nothing. A bert_tf training run (the
 fine-tuning runs and run_pretraining, with `do_train`) writes, before its
 first step, under temporary names then renamed:
 
-  output_dir/bert_config.json   a copy of --bert_config_file
-  output_dir/vocab.txt          a copy of --vocab_file (fine-tuning)
+  output_dir/bert_config.json   a copy of --bert_config_file (a Hugging Face
+                                config.json, or its directory: the BertConfig
+                                it reads as, in the original's format)
+  output_dir/vocab.txt          a copy of --vocab_file (fine-tuning; a Hugging
+                                Face directory: its vocab, one token a line)
   output_dir/bert_tf_run.json   the record (`RECORD_FILE`):
       format            1
       tool              the run that trained: "run_classifier", "run_ner", ...
@@ -55,6 +58,9 @@ from absl import logging
 
 from bert_tf import fileio
 from bert_tf.errors import UserError
+from bert_tf.modeling import huggingface
+from bert_tf.modeling.config import BertConfig
+from bert_tf.tokenization import vocab as vocab_lib
 from bert_tf.training import dev_eval
 
 RECORD_FILE = "bert_tf_run.json"
@@ -137,10 +143,37 @@ def _read_bytes(path):
         return f.read()
 
 
+def config_bytes(bert_config_file):
+    """What output_dir's bert_config.json holds for `--bert_config_file`.
+
+    A Google bert_config.json: its bytes. A Hugging Face config.json, or the
+    directory that holds it: the `BertConfig` it reads as, in the original's
+    format (bert_tf's activation names), so the copy reads back as the same
+    config wherever a bert_config.json is read.
+    """
+    path = os.fspath(bert_config_file)
+    if not huggingface.is_hf_directory(path):
+        data = _read_bytes(path)
+        try:
+            if not huggingface.is_hf_config(json.loads(data)):
+                return data
+        except ValueError:
+            return data
+    return BertConfig.from_json_file(path).to_json_string().encode("utf-8")
+
+
+def vocab_bytes(vocab_file):
+    """What output_dir's vocab.txt holds for `--vocab_file`: a vocab file's bytes; for a
+    Hugging Face directory or tokenizer.json, its vocab (`vocab.load_vocab`), a token a line."""
+    path = vocab_lib.vocab_path(vocab_file)
+    if not vocab_lib.is_tokenizer_json(path):
+        return _read_bytes(path)
+    return "".join(token + "\n" for token in vocab_lib.load_vocab(path)).encode("utf-8")
+
+
 def _same_config(given, recorded):
     try:
-        with fileio.open_file(given) as a, fileio.open_file(recorded) as b:
-            return json.load(a) == json.load(b)
+        return json.loads(config_bytes(given)) == json.loads(_read_bytes(recorded))
     except ValueError:
         return False
 
@@ -233,7 +266,7 @@ class RunRecord(object):
         for flag, path, name, same in (
                 ("bert_config_file", self.bert_config_file, CONFIG_FILE, _same_config),
                 ("vocab_file", self.vocab_file, VOCAB_FILE,
-                 lambda a, b: _read_bytes(a) == _read_bytes(b))):
+                 lambda a, b: vocab_bytes(a) == _read_bytes(b))):
             kept_path = os.path.join(self.output_dir, name)
             if path and fileio.exists(kept_path) and not same(path, kept_path):
                 raise UserError("--%s=%s is not the run's %s in --output_dir=%s; rerun with its "
@@ -252,12 +285,12 @@ class RunRecord(object):
             return
         add = inputs.add if inputs is not None else (lambda p: p)
         fileio.makedirs(self.output_dir)
-        for source, name in ((self.bert_config_file, CONFIG_FILE),
-                             (self.vocab_file, VOCAB_FILE)):
+        for source, name, contents in ((self.bert_config_file, CONFIG_FILE, config_bytes),
+                                       (self.vocab_file, VOCAB_FILE, vocab_bytes)):
             if source:
                 target = os.path.join(self.output_dir, name)
                 if os.path.abspath(str(source)) != os.path.abspath(target):
-                    data = _read_bytes(source)
+                    data = contents(source)
                     with fileio.atomic_write(add(target), "wb") as f:
                         f.write(data)
         fileio.write_text(add(self.path), json.dumps(self.record, indent=2, sort_keys=True)
