@@ -9,6 +9,12 @@ uncased), fine-tuned on real data with the same hyperparameters and seed by
 each side, in one run, the sides alternating (benchlib.alternating_order)
 round after round (one round a seed):
 
+  short_pairs  a sentence-pair classifier on short pairs: PIQA's goals and
+         solutions (bench/short_pair_data.py: 2,400 training pairs, 600 dev,
+         labelled 1 for the correct solution), bert-run-classifier
+         --task_name=MRPC against `TFBertForSequenceClassification`; lr
+         3e-5, 2 epochs; the dev accuracy. A pair is about 27 WordPieces:
+         short rows, as most pair data (MRPC's are about 53);
   pairs  a sentence-pair classifier: SuperGLUE's BoolQ (bench/pair_data.py:
          a question and a Wikipedia paragraph, in MRPC's layout), the first
          --pairs_train_examples training pairs (default 1,600: 50 steps)
@@ -44,12 +50,12 @@ dev metric, and the process's peak RSS. The tables give each side's median
 with the spread over the seeds, and the ratio of its median to
 transformers'.
 
---quick (make bench, about 8 minutes): one seed, 640 training pairs and 320
-dev pairs, one epoch of named entities, no full-rows side. The full run
-(default; about 70 minutes on 2 cores): seeds 0, 1 and 2.
+--tasks picks among short_pairs, pairs and ner (default: short_pairs,ner).
+--quick (make bench): one seed, one epoch of short pairs and of named
+entities (640 training and 320 dev pairs of BoolQ where asked), no
+full-rows side. The full run (default): seeds 0, 1 and 2.
 """
 
-import argparse
 import json
 import os
 import re
@@ -71,10 +77,11 @@ SIDES = ("bert_tf", "bert_tf bucketed", "bert_tf full rows", "transformers 4.44"
 PEER = "transformers 4.44"
 # What each task trains with, the same on every side.
 TASKS = {
+    "short_pairs": {"learning_rate": 3e-5, "num_train_epochs": 2.0},
     "pairs": {"learning_rate": 2e-5, "num_train_epochs": 1.0},
     "ner": {"learning_rate": 1e-4, "num_train_epochs": 3.0},
 }
-QUICK_NER_EPOCHS = 1.0
+QUICK_EPOCHS = 1.0  # --quick: short_pairs and ner
 # Our progress lines: "step N/M: ... R steps/s, E examples/s, ..."
 _PROGRESS = re.compile(r"step (\d+)/(\d+): .*?([0-9.eE+-]+) steps/s")
 _TRAINING_DONE = "Training done"
@@ -100,6 +107,10 @@ def task_data(task, work_dir, train_examples=None, dev_examples=None):
         data_dir = os.path.join(work_dir, "wnut16")
         benchlib.write_data("ner_data.py", data_dir)
         return data_dir
+    if task == "short_pairs":
+        data_dir = os.path.join(work_dir, "piqa")
+        benchlib.write_data("short_pair_data.py", data_dir)
+        return data_dir
     full = os.path.join(work_dir, "boolq")
     benchlib.write_data("pair_data.py", full)
     data_dir = os.path.join(work_dir, "boolq_%d_%d" % (train_examples, dev_examples))
@@ -111,15 +122,15 @@ def task_data(task, work_dir, train_examples=None, dev_examples=None):
 
 
 def epochs(task, args):
-    if task == "ner" and args.quick:
-        return QUICK_NER_EPOCHS
+    if task != "pairs" and args.quick:
+        return QUICK_EPOCHS
     return TASKS[task]["num_train_epochs"]
 
 
 def bert_tf_command(task, side, data_dir, model_dir, output_dir, args, seed):
     """The tool's command line for one of bert_tf's sides."""
     settings = TASKS[task]
-    tool = "run_classifier.py" if task == "pairs" else "run_ner.py"
+    tool = "run_ner.py" if task == "ner" else "run_classifier.py"
     command = [sys.executable, os.path.join(REPO_ROOT, "tools", tool),
                "--do_train=true", "--do_eval=true", "--data_dir=" + data_dir,
                "--init_checkpoint=" + model_dir, "--bert_config_file=" + model_dir,
@@ -131,7 +142,7 @@ def bert_tf_command(task, side, data_dir, model_dir, output_dir, args, seed):
                "--num_train_epochs=%g" % epochs(task, args),
                "--warmup_proportion=0.1", "--seed=%d" % seed,
                "--log_steps=%d" % args.log_steps, "--output_dir=" + output_dir]
-    if task == "pairs":
+    if task != "ner":
         command.append("--task_name=MRPC")
     if side == "bert_tf bucketed":
         command.append("--bucket_by_length=true")
@@ -142,7 +153,8 @@ def bert_tf_command(task, side, data_dir, model_dir, output_dir, args, seed):
 
 def peer_command(task, data_dir, model_dir, output_json, args, seed):
     settings = TASKS[task]
-    return [HF_PEER_PYTHON, os.path.join(BENCH, "hf_finetune_peer.py"), "--task=" + task,
+    peer_task = "ner" if task == "ner" else "pairs"  # both pair sets are in MRPC's layout
+    return [HF_PEER_PYTHON, os.path.join(BENCH, "hf_finetune_peer.py"), "--task=" + peer_task,
             "--model_dir=" + model_dir, "--data_dir=" + data_dir,
             "--max_seq_length=%d" % args.max_seq_length,
             "--train_batch_size=%d" % args.train_batch_size,
@@ -224,7 +236,7 @@ def run_side(task, side, data_dir, model_dir, work_dir, args, seed):
     else:
         figures["examples_per_sec"] = steady_rate(log_file, args.train_batch_size)
         results = benchlib.read_eval_results(os.path.join(output_dir, "eval_results.txt"))
-        figures["dev_metric"] = results["eval_accuracy" if task == "pairs" else "f1"]
+        figures["dev_metric"] = results["f1" if task == "ner" else "eval_accuracy"]
     _log("  %s", json.dumps(figures))
     return figures
 
@@ -256,7 +268,7 @@ def table(task, runs, sides):
             benchlib.ratio(benchlib.median(rates), peer_rate)) if peer_rate else "-",
             _cell(of(side, "to_end_of_training_s")), _cell(of(side, "whole_s")),
             _cell(of(side, "dev_metric"), 3), _cell(of(side, "peak_rss_mb"), 0)])
-    metric = "dev accuracy" if task == "pairs" else "dev entity F1"
+    metric = "dev entity F1" if task == "ner" else "dev accuracy"
     return benchlib.markdown_table(
         ["%s: side" % task, "training examples/s", "vs transformers", "to end of training, s",
          "whole run, s", metric, "peak RSS, MB"], rows)
@@ -266,7 +278,8 @@ def main():
     parser = benchlib.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work_dir", default="/tmp/finetune_speed",
                         help="the data, the model download and the runs")
-    parser.add_argument("--tasks", default="pairs,ner", help="pairs, ner or both")
+    parser.add_argument("--tasks", default="short_pairs,ner",
+                        help="a comma-separated subset of: " + ", ".join(TASKS))
     parser.add_argument("--sides", default=None, help="a comma-separated subset of: "
                         + ", ".join(SIDES) + " (default: all; --quick: all but full rows)")
     parser.add_argument("--seeds", default="0,1,2", help="one round per seed")
@@ -277,7 +290,8 @@ def main():
     parser.add_argument("--pairs_train_examples", type=int, default=1600)
     parser.add_argument("--pairs_dev_examples", type=int, default=500)
     parser.add_argument("--quick", action="store_true",
-                        help="one seed, 640 training and 320 dev pairs, one epoch of ner")
+                        help="one seed, one epoch of short_pairs and ner, 640 training and 320 "
+                        "dev pairs of BoolQ, no full-rows side")
     parser.add_argument("--json", help="also write every run's figures to this file")
     args = parser.parse_args()
     tasks = [t for t in args.tasks.split(",") if t]
@@ -287,7 +301,7 @@ def main():
     sides = [s for s in args.sides.split(",") if s]
     for task in tasks:
         if task not in TASKS:
-            parser.error("--tasks: unknown task %r (pairs, ner)" % task)
+            parser.error("--tasks: unknown task %r (%s)" % (task, ", ".join(TASKS)))
     for side in sides:
         if side not in SIDES:
             parser.error("--sides: unknown side %r (%s)" % (side, ", ".join(SIDES)))
@@ -315,11 +329,12 @@ def main():
             for side in benchlib.alternating_order(sides, round_index):
                 runs.append(run_side(task, side, data_dir, model_dir, args.work_dir, args,
                                      seed))
-    print("\nFine-tuning all-MiniLM-L6-v2, batch %d, max_seq_length %d, seeds %s; pairs: "
-          "BoolQ's first %d training and %d dev pairs, %g epoch; ner: WNUT-16, %g epoch(s):"
+    print("\nFine-tuning all-MiniLM-L6-v2, batch %d, max_seq_length %d, seeds %s; short_pairs: "
+          "PIQA, %g epoch(s); pairs: BoolQ's first %d training and %d dev pairs, %g epoch; "
+          "ner: WNUT-16, %g epoch(s):"
           % (args.train_batch_size, args.max_seq_length, ",".join(map(str, seeds)),
-             args.pairs_train_examples, args.pairs_dev_examples, epochs("pairs", args),
-             epochs("ner", args)))
+             epochs("short_pairs", args), args.pairs_train_examples, args.pairs_dev_examples,
+             epochs("pairs", args), epochs("ner", args)))
     for task in tasks:
         print()
         print(table(task, [r for r in runs if r["task"] == task], sides))
