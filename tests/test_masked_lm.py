@@ -31,7 +31,6 @@
 
 import json
 import os
-import sys
 
 import numpy as np
 import pytest

@@ -384,3 +384,45 @@ def test_the_check_of_a_rerun(tmp_path):
     (tmp_path / "out" / "notes.txt").write_text("")
     assert run_record.clear_run(out) == ["bert_config.json", "model.ckpt-3.index", "vocab.txt"]
     assert os.listdir(out) == ["notes.txt"]
+
+
+def test_a_run_from_a_hugging_face_directory_keeps_googles_files(tmp_path):
+    # --bert_config_file=<dir> --vocab_file=<dir> (docs/huggingface.md): output_dir gets
+    # the config as the BertConfig it reads as, in the original's format, and the vocab a
+    # token a line, here from a directory whose only vocab is its tokenizer.json.
+    from bert_tf.modeling.config import BertConfig
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    config = {"model_type": "bert", "architectures": ["BertModel"], "vocab_size": 3,
+              "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+              "intermediate_size": 16, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+              "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 16,
+              "type_vocab_size": 2, "initializer_range": 0.02, "layer_norm_eps": 1e-12}
+    (hf / "config.json").write_text(json.dumps(config))
+    (hf / "tokenizer.json").write_text(json.dumps(
+        {"model": {"type": "WordPiece", "vocab": {"[UNK]": 1, "[PAD]": 0, "hello": 2}}}))
+    google = tmp_path / "bert_config.json"
+    google.write_text('{"hidden_size": 8,   "vocab_size": 3}\n')  # a Google config, as written
+    out = str(tmp_path / "out")
+    flags = {"learning_rate": 5e-5}
+
+    def record(config_file):
+        return run_record.RunRecord(out, "run_ner", "token_classification", flags,
+                                    bert_config_file=str(config_file), vocab_file=str(hf))
+
+    first = record(hf)
+    first.check(None)
+    first.write()
+    with open(os.path.join(out, "bert_config.json")) as f:
+        kept = json.load(f)
+    assert kept == BertConfig.from_json_file(str(hf)).to_dict()
+    assert kept["hidden_act"] == "gelu_exact"  # Hugging Face's "gelu" is the erf form
+    assert "model_type" not in kept
+    with open(os.path.join(out, "vocab.txt")) as f:
+        assert f.read() == "[PAD]\n[UNK]\nhello\n"
+    # The same directories again: the same run, resumed, nothing refused.
+    record(hf).check(os.path.join(out, "model.ckpt-1"))
+    # A Google config is copied byte for byte, as before.
+    record(google).write()
+    with open(os.path.join(out, "bert_config.json")) as f:
+        assert f.read() == google.read_text()
