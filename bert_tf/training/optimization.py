@@ -359,39 +359,36 @@ class AdamWeightDecay(_BertOptimizer):
         # as `update_step`'s, without a launch per variable (a BERT has about 100 to 200).
         # Several replicas: Keras's way, `update_step` per variable and device.
         grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
-        local = [_local_copy(v, v) for _, v in grads_and_vars]
-        if distribution.num_replicas_in_sync != 1 or any(x is None for x in local) \
-                or isinstance(distribution, (tf.distribute.TPUStrategy,
-                                             tf.distribute.experimental.TPUStrategy)):
-            return super()._distributed_tf_update_step(distribution, grads_and_vars,
-                                                       learning_rate)
-        params, ms, vs, grads, scales, rates = [], [], [], [], [], []
-        for (gradient, variable), param in zip(grads_and_vars, local):
-            m, v, use_weight_decay = self._slots(variable)
-            scale = 1.0
-            if isinstance(gradient, _ScaledGradient):
-                gradient, scale = gradient
-            params.append(param)
-            ms.append(_local_copy(m, param))
-            vs.append(_local_copy(v, param))
-            grads.append(self._dense(gradient, param))
-            scales.append(scale)
-            rates.append(self.weight_decay_rate if use_weight_decay else None)
-        if any(x is None for x in ms + vs):
-            return super()._distributed_tf_update_step(distribution, grads_and_vars,
-                                                       learning_rate)
-        lr = tf.cast(learning_rate, tf.float32)
-        _adam_weight_decay_apply_all(params, ms, vs, grads, scales, lr, self.beta_1,
-                                     self.beta_2, self.epsilon, tuple(rates))
+        if distribution.num_replicas_in_sync == 1 and not isinstance(
+                distribution, (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy)):
+            updates = []
+            for gradient, variable in grads_and_vars:
+                grad, scale, m, v, weight_decay_rate = self._update_operands(gradient, variable)
+                local = [_local_copy(x, variable) for x in (variable, m, v)]
+                if any(x is None for x in local):
+                    break
+                updates.append(local + [grad, scale, weight_decay_rate])
+            else:
+                if updates:
+                    params, ms, vs, grads, scales, rates = (list(x) for x in zip(*updates))
+                    _adam_weight_decay_apply_all(params, ms, vs, grads, scales,
+                                                 tf.cast(learning_rate, tf.float32), self.beta_1,
+                                                 self.beta_2, self.epsilon, tuple(rates))
+                return
+        super()._distributed_tf_update_step(distribution, grads_and_vars, learning_rate)
 
-    def update_step(self, gradient, variable, learning_rate):
+    def _update_operands(self, gradient, variable):
+        """(dense gradient, clip scale, m, v, weight decay rate or None) of one variable's update."""
         m, v, use_weight_decay = self._slots(variable)
         scale = 1.0  # no clip, or a sparse gradient already scaled
         if isinstance(gradient, _ScaledGradient):
             gradient, scale = gradient
-        grad = self._dense(gradient, variable)
+        return (self._dense(gradient, variable), scale, m, v,
+                self.weight_decay_rate if use_weight_decay else None)
+
+    def update_step(self, gradient, variable, learning_rate):
+        grad, scale, m, v, weight_decay_rate = self._update_operands(gradient, variable)
         lr = tf.cast(learning_rate, variable.dtype)
-        weight_decay_rate = self.weight_decay_rate if use_weight_decay else None
         # Under tf.distribute this runs once per device, with `variable` that
         # device's copy; the slots are found by the same device.
         local = [_local_copy(x, variable) for x in (variable, m, v)]
@@ -486,16 +483,20 @@ _adam_weight_decay_update = tf.function(
     _adam_weight_decay_step, jit_compile=True, autograph=False, reduce_retracing=True)
 
 
-@tf.function(jit_compile=True, autograph=False, reduce_retracing=True)
-def _adam_weight_decay_apply(param, m, v, grad, scale, lr, beta_1, beta_2, epsilon,
-                             weight_decay_rate):
-    """The same update on the variables themselves, written in place."""
+def _adam_weight_decay_assign(param, m, v, grad, scale, lr, beta_1, beta_2, epsilon,
+                              weight_decay_rate):
+    """The update written in place: the variables read, updated and assigned."""
     next_param, next_m, next_v = _adam_weight_decay_step(
-        param.read_value(), m.read_value(), v.read_value(), grad, scale, lr, beta_1, beta_2,
-        epsilon, weight_decay_rate)
+        param.read_value(), m.read_value(), v.read_value(), grad, scale,
+        tf.cast(lr, param.dtype), beta_1, beta_2, epsilon, weight_decay_rate)
     param.assign(next_param)
     m.assign(next_m)
     v.assign(next_v)
+
+
+# One variable's update on the variables themselves, compiled.
+_adam_weight_decay_apply = tf.function(
+    _adam_weight_decay_assign, jit_compile=True, autograph=False, reduce_retracing=True)
 
 
 @tf.function(jit_compile=True, autograph=False, reduce_retracing=True)
@@ -504,12 +505,7 @@ def _adam_weight_decay_apply_all(params, ms, vs, grads, scales, lr, beta_1, beta
     """`_adam_weight_decay_apply` on lists of variables, in one compiled call."""
     for param, m, v, grad, scale, rate in zip(params, ms, vs, grads, scales,
                                               weight_decay_rates):
-        next_param, next_m, next_v = _adam_weight_decay_step(
-            param.read_value(), m.read_value(), v.read_value(), grad, scale,
-            tf.cast(lr, param.dtype), beta_1, beta_2, epsilon, rate)
-        param.assign(next_param)
-        m.assign(next_m)
-        v.assign(next_v)
+        _adam_weight_decay_assign(param, m, v, grad, scale, lr, beta_1, beta_2, epsilon, rate)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
