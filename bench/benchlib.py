@@ -366,7 +366,7 @@ def read_eval_results(path):
 
 
 def write_data(script, data_dir):
-    """Runs bench/`script` (a data script: pair_data.py, ner_data.py) into data_dir
+    """Runs bench/`script` (a data script: pair_data.py, short_pair_data.py, ner_data.py) into data_dir
     (nothing downloaded if its files are there); the counts it prints last (JSON)."""
     proc = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                         script),

