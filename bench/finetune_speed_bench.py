@@ -75,13 +75,21 @@ HF_PEER_PYTHON = os.path.join(BENCH, ".hf-peer", "bin", "python")
 
 SIDES = ("bert_tf", "bert_tf bucketed", "bert_tf full rows", "transformers 4.44")
 PEER = "transformers 4.44"
-# What each task trains with, the same on every side.
+# Each task: what it trains with (the same on every side), its data script and
+# directory under --work_dir, bert_tf's tool, the peer's --task (both pair sets
+# are in MRPC's layout), the eval_results.txt key and the table's name of the
+# dev metric, and its epochs under --quick (None: its own).
+_PAIRS = {"tool": "run_classifier.py", "peer_task": "pairs", "metric": "eval_accuracy",
+          "metric_name": "dev accuracy"}
 TASKS = {
-    "short_pairs": {"learning_rate": 3e-5, "num_train_epochs": 2.0},
-    "pairs": {"learning_rate": 2e-5, "num_train_epochs": 1.0},
-    "ner": {"learning_rate": 1e-4, "num_train_epochs": 3.0},
+    "short_pairs": dict(_PAIRS, learning_rate=3e-5, num_train_epochs=2.0,
+                        data=("short_pair_data.py", "piqa"), quick_epochs=1.0),
+    "pairs": dict(_PAIRS, learning_rate=2e-5, num_train_epochs=1.0,
+                  data=("pair_data.py", "boolq"), quick_epochs=None),
+    "ner": {"learning_rate": 1e-4, "num_train_epochs": 3.0, "data": ("ner_data.py", "wnut16"),
+            "quick_epochs": 1.0, "tool": "run_ner.py", "peer_task": "ner", "metric": "f1",
+            "metric_name": "dev entity F1"},
 }
-QUICK_EPOCHS = 1.0  # --quick: short_pairs and ner
 # Our progress lines: "step N/M: ... R steps/s, E examples/s, ..."
 _PROGRESS = re.compile(r"step (\d+)/(\d+): .*?([0-9.eE+-]+) steps/s")
 _TRAINING_DONE = "Training done"
@@ -101,18 +109,13 @@ def _head_lines(path, out_path, keep):
 
 
 def task_data(task, work_dir, train_examples=None, dev_examples=None):
-    """The data directory of `task`: pairs cut to the first `train_examples` training and
-    `dev_examples` dev pairs; named entities whole."""
-    if task == "ner":
-        data_dir = os.path.join(work_dir, "wnut16")
-        benchlib.write_data("ner_data.py", data_dir)
-        return data_dir
-    if task == "short_pairs":
-        data_dir = os.path.join(work_dir, "piqa")
-        benchlib.write_data("short_pair_data.py", data_dir)
-        return data_dir
-    full = os.path.join(work_dir, "boolq")
-    benchlib.write_data("pair_data.py", full)
+    """The data directory of `task`: BoolQ's pairs cut to the first `train_examples`
+    training and `dev_examples` dev pairs; the others whole."""
+    script, name = TASKS[task]["data"]
+    full = os.path.join(work_dir, name)
+    benchlib.write_data(script, full)
+    if task != "pairs":
+        return full
     data_dir = os.path.join(work_dir, "boolq_%d_%d" % (train_examples, dev_examples))
     os.makedirs(data_dir, exist_ok=True)
     _head_lines(os.path.join(full, "train.tsv"), os.path.join(data_dir, "train.tsv"),
@@ -122,16 +125,15 @@ def task_data(task, work_dir, train_examples=None, dev_examples=None):
 
 
 def epochs(task, args):
-    if task != "pairs" and args.quick:
-        return QUICK_EPOCHS
+    if args.quick and TASKS[task]["quick_epochs"]:
+        return TASKS[task]["quick_epochs"]
     return TASKS[task]["num_train_epochs"]
 
 
 def bert_tf_command(task, side, data_dir, model_dir, output_dir, args, seed):
     """The tool's command line for one of bert_tf's sides."""
     settings = TASKS[task]
-    tool = "run_ner.py" if task == "ner" else "run_classifier.py"
-    command = [sys.executable, os.path.join(REPO_ROOT, "tools", tool),
+    command = [sys.executable, os.path.join(REPO_ROOT, "tools", settings["tool"]),
                "--do_train=true", "--do_eval=true", "--data_dir=" + data_dir,
                "--init_checkpoint=" + model_dir, "--bert_config_file=" + model_dir,
                "--vocab_file=" + os.path.join(model_dir, "vocab.txt"), "--do_lower_case=true",
@@ -142,7 +144,7 @@ def bert_tf_command(task, side, data_dir, model_dir, output_dir, args, seed):
                "--num_train_epochs=%g" % epochs(task, args),
                "--warmup_proportion=0.1", "--seed=%d" % seed,
                "--log_steps=%d" % args.log_steps, "--output_dir=" + output_dir]
-    if task != "ner":
+    if settings["tool"] == "run_classifier.py":
         command.append("--task_name=MRPC")
     if side == "bert_tf bucketed":
         command.append("--bucket_by_length=true")
@@ -153,8 +155,8 @@ def bert_tf_command(task, side, data_dir, model_dir, output_dir, args, seed):
 
 def peer_command(task, data_dir, model_dir, output_json, args, seed):
     settings = TASKS[task]
-    peer_task = "ner" if task == "ner" else "pairs"  # both pair sets are in MRPC's layout
-    return [HF_PEER_PYTHON, os.path.join(BENCH, "hf_finetune_peer.py"), "--task=" + peer_task,
+    return [HF_PEER_PYTHON, os.path.join(BENCH, "hf_finetune_peer.py"),
+            "--task=" + settings["peer_task"],
             "--model_dir=" + model_dir, "--data_dir=" + data_dir,
             "--max_seq_length=%d" % args.max_seq_length,
             "--train_batch_size=%d" % args.train_batch_size,
@@ -236,7 +238,7 @@ def run_side(task, side, data_dir, model_dir, work_dir, args, seed):
     else:
         figures["examples_per_sec"] = steady_rate(log_file, args.train_batch_size)
         results = benchlib.read_eval_results(os.path.join(output_dir, "eval_results.txt"))
-        figures["dev_metric"] = results["f1" if task == "ner" else "eval_accuracy"]
+        figures["dev_metric"] = results[TASKS[task]["metric"]]
     _log("  %s", json.dumps(figures))
     return figures
 
@@ -268,7 +270,7 @@ def table(task, runs, sides):
             benchlib.ratio(benchlib.median(rates), peer_rate)) if peer_rate else "-",
             _cell(of(side, "to_end_of_training_s")), _cell(of(side, "whole_s")),
             _cell(of(side, "dev_metric"), 3), _cell(of(side, "peak_rss_mb"), 0)])
-    metric = "dev entity F1" if task == "ner" else "dev accuracy"
+    metric = TASKS[task]["metric_name"]
     return benchlib.markdown_table(
         ["%s: side" % task, "training examples/s", "vs transformers", "to end of training, s",
          "whole run, s", metric, "peak RSS, MB"], rows)
