@@ -42,6 +42,7 @@ SCRIPTS = (
     ("optimizer_bench", ["--quick"], [], True),
     ("finetuning_bench", ["--quick"], [], True),
     ("finetune_speed_bench", ["--quick"], [], False),
+    ("step_parts_bench", ["--quick"], [], False),
     ("pretraining_data_bench", ["--quick"], [], False),
     ("tokenizer_bench", ["--quick"], [], False),
     ("graph_tokenizer_bench", ["--quick"], [], False),

@@ -32,7 +32,10 @@ class BertDense(keras.layers.Dense):
         if self.bias is not None:
             outputs = tf.nn.bias_add(outputs, ops.cast(self.bias, self.compute_dtype))
         if self.activation is not None:
-            outputs = self.activation(outputs)
+            activation = self.activation
+            if training:  # a GELU's derivative written out (`activations.training_form`)
+                activation = getattr(activation, "training_form", activation)
+            outputs = activation(outputs)
         if inputs.shape.rank != 2:
             outputs = tf.reshape(outputs, tf.concat([shape[:-1], [self.units]], 0))
         return outputs
