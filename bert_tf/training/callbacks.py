@@ -175,6 +175,8 @@ class CheckpointCallback(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         step = self._step()
+        if self._stop_requests is not None and self._stop_requests.requested:
+            self._stop_requests.finish()
         if step != self._checkpoints.saved_step:
             self._save(step)
         requested = self._stop_requests.requested if self._stop_requests else None

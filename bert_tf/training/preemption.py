@@ -14,7 +14,10 @@ SIGINT (Ctrl-C) ask training to stop after the current step: it writes
 catch it exits with that status, skipping what would have come after
 training (evaluation, prediction). Run again, training resumes at that step.
 A second Ctrl-C raises `KeyboardInterrupt` at once, without a checkpoint (the
-tools exit with `INTERRUPTED_EXIT_STATUS`, 130, as a shell does).
+tools exit with `INTERRUPTED_EXIT_STATUS`, 130, as a shell does), unless the
+run has already stopped to write its checkpoint (`finishing`): that
+checkpoint is then written and named as after one Ctrl-C, so the last line
+always tells whether there is one.
 
 `StopRequests` holds the handlers, for the duration of training only (the
 handlers before it are put back when it ends; nothing is installed outside
@@ -89,6 +92,7 @@ class StopRequests(object):
     def __init__(self, on_request=None):
         self.on_request = on_request
         self.requested = None
+        self.finishing = False
         self.installed = False
         self._sigints = 0
         self._previous = {}
@@ -129,9 +133,14 @@ class StopRequests(object):
         os.close(write_fd)
         return False
 
+    def finish(self):
+        """Training has stopped for the requested checkpoint, which is being written: a
+        second Ctrl-C from now on lets it be written (the run then ends as after one)."""
+        self.finishing = True
+
     def _handle(self, signum, frame):  # pylint: disable=unused-argument
         """The Python-level handler (main thread): a second Ctrl-C raises KeyboardInterrupt."""
-        if signum == signal.SIGINT and self._sigints >= 2:
+        if signum == signal.SIGINT and self._sigints >= 2 and not self.finishing:
             raise KeyboardInterrupt
 
     def _watch(self):
@@ -157,6 +166,10 @@ class StopRequests(object):
         name = _NAMES[signum]
         if signum == signal.SIGINT:
             self._sigints += 1
+            if self._sigints == 2 and self.finishing:
+                logging.warning("SIGINT again: the checkpoint is already being written; "
+                                "the run stops right after it")
+                return
             if self._sigints == 2:
                 logging.warning("SIGINT again: stopping at once, without a checkpoint")
                 _thread.interrupt_main()  # runs `_handle` in the main thread, which raises

@@ -336,6 +336,8 @@ class Trainer(object):
 
     def _preempted(self, step):
         """After a stop request (here or on another worker): the checkpoint, one line, Preempted."""
+        if self._stop_requests is not None:
+            self._stop_requests.finish()
         if self.checkpoints.saved_step != step:
             self.save(step)
         requested = self._stop_requests.requested if self._stop_requests else None
