@@ -156,7 +156,6 @@ def traced_step(variant, features):
 
 def main(argv=None):
     args = parse_args(argv)
-    import numpy as np
     import tensorflow as tf
     tf.get_logger().setLevel("ERROR")  # one tf.function per variant is the point, not a retrace
     features = batch(args)
@@ -178,10 +177,10 @@ def main(argv=None):
             times[variant].append((time.perf_counter() - start) / args.calls * 1e3)
         print("round %d/%d: %s" % (round_index + 1, args.rounds, ", ".join(
             "%s %.0f ms" % (v, times[v][-1]) for v in VARIANTS)), flush=True)
-    base = float(np.median(times["step"]))
+    base = benchlib.median(times["step"])
     rows = []
     for variant in VARIANTS:
-        median = float(np.median(times[variant]))
+        median = benchlib.median(times[variant])
         computed = positions if variant == "rows" else tokens
         rows.append([variant, benchlib.format_number(median, 0),
                      benchlib.format_spread(min(times[variant]), max(times[variant]), 0),

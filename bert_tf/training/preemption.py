@@ -166,13 +166,13 @@ class StopRequests(object):
         name = _NAMES[signum]
         if signum == signal.SIGINT:
             self._sigints += 1
-            if self._sigints == 2 and self.finishing:
-                logging.warning("SIGINT again: the checkpoint is already being written; "
-                                "the run stops right after it")
-                return
             if self._sigints == 2:
-                logging.warning("SIGINT again: stopping at once, without a checkpoint")
-                _thread.interrupt_main()  # runs `_handle` in the main thread, which raises
+                if self.finishing:
+                    logging.warning("SIGINT again: the checkpoint is already being written; "
+                                    "the run stops right after it")
+                else:
+                    logging.warning("SIGINT again: stopping at once, without a checkpoint")
+                    _thread.interrupt_main()  # runs `_handle` in the main thread, which raises
                 return
         if self.requested is not None:
             return

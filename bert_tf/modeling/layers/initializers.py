@@ -62,9 +62,9 @@ class BertLayerNorm(keras.layers.LayerNormalization):
     """
 
     def call(self, inputs, training=None):
-        if (not training or inputs.dtype != tf.float32 or list(self.axis) != [-1]
-                and list(self.axis) != [len(inputs.shape) - 1]
-                or self.rms_scaling or not (self.center and self.scale)):
+        last_axis = list(self.axis) in ([-1], [len(inputs.shape) - 1])
+        if (not training or inputs.dtype != tf.float32 or not last_axis or self.rms_scaling
+                or not (self.center and self.scale)):
             return super().call(inputs)
         # Read here, so the gradient reaches the variables through their reads.
         return normalized(inputs, tf.convert_to_tensor(self.gamma),
